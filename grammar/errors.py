@@ -1,0 +1,148 @@
+"""Errors for people: every error carries the template name, line, column and a caret.
+
+The base classes live here, in the grammar package, because syntax errors are raised here and
+the grammar package never imports the interpreter. `jinjamark` re-exports them and adds the
+run-time errors.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+
+class TemplateError(Exception):
+    """Base class of every error a template or its data can cause."""
+
+    def __init__(self, message: str = "", *, name: Optional[str] = None,
+                 lineno: Optional[int] = None, column: Optional[int] = None,
+                 source: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.name = name
+        self.lineno = lineno
+        self.column = column
+        self.source = source
+
+    def locate(self, lineno: int, column: int, name: Optional[str], source: Optional[str]) -> None:
+        """Give the error a position unless an inner node already did."""
+        if self.lineno is None:
+            self.lineno, self.column = lineno, column
+        if self.name is None:
+            self.name = name
+        if self.source is None:
+            self.source = source
+
+    def __str__(self) -> str:
+        if self.lineno is None:
+            return self.message
+        where = f'  File "{self.name or "<template>"}", line {self.lineno}, column {self.column}'
+        text = [self.message, where]
+        line = source_line(self.source, self.lineno)
+        if line is not None:
+            shown = line.expandtabs(1)
+            text.append("    " + shown)
+            text.append("    " + " " * max(0, min(self.column - 1, len(shown))) + "^")
+        return "\n".join(text)
+
+
+class TemplateSyntaxError(TemplateError):
+    """The source is not a valid template."""
+
+
+class TemplateAssertionError(TemplateSyntaxError):
+    """The template is well formed but refers to something that cannot exist (a filter, a test)."""
+
+
+def source_line(source: Optional[str], lineno: int) -> Optional[str]:
+    if source is None or lineno < 1:
+        return None
+    lines = source.splitlines()
+    return lines[lineno - 1] if lineno <= len(lines) else None
+
+
+def position(source: str, offset: int) -> tuple[int, int]:
+    """1-based (line, column) of a character offset."""
+    line = source.count("\n", 0, offset) + 1
+    column = offset - (source.rfind("\n", 0, offset) + 1) + 1
+    return line, column
+
+
+# ---------------------------------------------------------------------------- from Lark
+
+_OPENERS = {"{%": "block", "{{": "variable", "{#": "comment"}
+
+
+def from_lark(exc, text: str, tags: dict, name: Optional[str], source: str) -> TemplateSyntaxError:
+    """Turn a Lark parse error into the message Jinja2 would give, with a position."""
+    from lark.exceptions import UnexpectedCharacters, UnexpectedToken
+
+    offset = getattr(exc, "pos_in_stream", None) or 0
+    expected = set(getattr(exc, "expected", ()) or getattr(exc, "allowed", ()) or ())
+    if isinstance(exc, UnexpectedToken):
+        tok = exc.token
+        offset = tok.start_pos if tok.start_pos is not None else len(text)
+        if tok.type == "$END":
+            message = "Unexpected end of template." + _looking_for(expected, tags)
+        elif tok.type in tags:
+            message = f"Encountered unknown tag '{tags[tok.type]}'."
+            if _looking_for(expected, tags):
+                message += (" You probably made a nesting mistake. Jinja is expecting this tag,"
+                            " but currently looking for " + _tag_list(expected, tags) + "."
+                            + _innermost(expected, tags))
+        else:
+            message = f"unexpected {_describe(tok)}"
+    else:
+        offset = exc.pos_in_stream
+        message = _unexpected_text(text, offset, expected, tags)
+    line, column = position(text, offset)
+    return TemplateSyntaxError(message, name=name, lineno=line, column=column, source=source)
+
+
+def _unexpected_text(text: str, offset: int, expected: set, tags: dict) -> str:
+    head = text[offset:offset + 2]
+    if head == "{#":
+        return "Missing end of comment tag"
+    if head == "{%":
+        rest = text[offset + 2:].lstrip("-+").lstrip()
+        word = ""
+        for ch in rest:
+            if not (ch.isalnum() or ch == "_"):
+                break
+            word += ch
+        if word == "raw":
+            return "Missing end of raw directive"
+        if not word:
+            return "tag name expected"
+        return f"Encountered unknown tag '{word}'." + _looking_for(expected, tags)
+    if offset >= len(text):
+        return "Unexpected end of template." + _looking_for(expected, tags)
+    return f"unexpected char {text[offset]!r} at {offset}"
+
+
+def _tag_list(expected: set, tags: dict) -> str:
+    names = sorted({tags[t] for t in expected if t in tags}, key=_tag_order)
+    return " or ".join(f"'{n}'" for n in names)
+
+
+def _tag_order(name: str) -> tuple:
+    return (name.startswith("end"), name)
+
+
+def _looking_for(expected: set, tags: dict) -> str:
+    ends = [tags[t] for t in expected if t in tags and tags[t].startswith("end")]
+    if not ends:
+        return ""
+    return (" Jinja was looking for the following tags: " + _tag_list(expected, tags) + "."
+            + _innermost(expected, tags))
+
+
+def _innermost(expected: set, tags: dict) -> str:
+    ends = sorted(tags[t] for t in expected if t in tags and tags[t].startswith("end"))
+    if not ends:
+        return ""
+    return f" The innermost block that needs to be closed is '{ends[0][3:]}'."
+
+
+def _describe(tok) -> str:
+    if tok.type in ("RBRACE", "VAR_CLOSE_MINUS") or str(tok).endswith("}"):
+        return f"'{tok}'"
+    return f"'{tok}'"

@@ -1,0 +1,154 @@
+"""Builds and caches Lark parsers; the one place where Lark's options live.
+
+A parser is built once per process for each set of syntax extensions (building costs
+50-250 ms; parsing with a built one is cheap). Set JINJAMARK_CACHE_DIR to also keep the
+built tables on disk between processes.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Callable, Mapping, Optional
+
+from lark import Lark, Tree
+from lark.exceptions import LarkError, UnexpectedInput, VisitError
+
+from . import ast
+from .errors import TemplateError, TemplateSyntaxError, from_lark, position
+from .transform import builder_class
+from .whitespace import Options
+
+DEFAULT_MAX_DEPTH = 200
+
+
+@dataclass(frozen=True)
+class Syntax:
+    """The grammar side of an extension: a Lark fragment and builders for its rules.
+
+    The fragment adds statements with `%extend _statement: my_stmt` and defines its own
+    opener terminals in the core's style (`_MYTAG: /\\{%[-+]?\\s*mytag(?!\\w)/`). Each rule
+    it defines that is not inlined needs a builder `(meta, children) -> ast node`.
+    """
+    name: str
+    grammar: str
+    rules: Mapping[str, Callable] = field(default_factory=dict)
+
+
+def core_grammar() -> str:
+    return resources.files(__package__).joinpath("jinja.lark").read_text(encoding="utf-8")
+
+
+def extension_grammar(filename: str) -> str:
+    """A grammar fragment shipped in grammar/extensions/."""
+    return resources.files(__package__).joinpath("extensions", filename).read_text(encoding="utf-8")
+
+
+class Parser:
+    """Source text to `ast.Template` for one grammar (the core plus some extensions)."""
+
+    def __init__(self, syntaxes: tuple[Syntax, ...] = (), strict: bool = False) -> None:
+        self.syntaxes = syntaxes
+        self.grammar = "\n".join([core_grammar()] + [s.grammar for s in syntaxes])
+        options = dict(parser="lalr", lexer="contextual", propagate_positions=True,
+                       maybe_placeholders=True, strict=strict)
+        cache_dir = os.environ.get("JINJAMARK_CACHE_DIR")
+        if cache_dir and not strict:
+            os.makedirs(cache_dir, exist_ok=True)
+            options["cache"] = os.path.join(cache_dir, f"lark-{_digest(self.grammar)}.cache")
+        self.lark = Lark(self.grammar, **options)
+        rules: dict[str, Callable] = {}
+        for s in syntaxes:
+            rules.update(s.rules)
+        self.builder = builder_class(rules)
+        self.tags = tag_names(self.lark)
+
+    def parse(self, source: str, name: Optional[str] = None, options: Options = Options(),
+              max_depth: int = DEFAULT_MAX_DEPTH) -> ast.Template:
+        text = source
+        if not options.keep_trailing_newline:
+            text = _without_trailing_newline(source)
+        try:
+            tree = self.lark.parse(text)
+            check_depth(tree, max_depth, source)
+            return self.builder(text, options).transform(tree)
+        except TemplateError as e:
+            e.locate(e.lineno or 1, e.column or 1, name, source)
+            raise
+        except VisitError as e:
+            inner = e.orig_exc
+            if isinstance(inner, TemplateError):
+                line, column = (inner.lineno, inner.column) if inner.lineno else _tree_position(e.obj)
+                inner.locate(line, column, name, source)
+                raise inner from None
+            raise TemplateSyntaxError(f"cannot build the template: {inner}", name=name,
+                                      lineno=1, column=1, source=source) from None
+        except UnexpectedInput as e:
+            raise from_lark(e, text, self.tags, name, source) from None
+        except LarkError as e:
+            raise TemplateSyntaxError(str(e), name=name, lineno=1, column=1, source=source) from None
+
+
+def _without_trailing_newline(source: str) -> str:
+    """Jinja2 drops a single trailing newline unless keep_trailing_newline is set."""
+    if source.endswith("\r\n"):
+        return source[:-2]
+    if source.endswith(("\n", "\r")):
+        return source[:-1]
+    return source
+
+
+def _tree_position(obj) -> tuple[int, int]:
+    meta = getattr(obj, "meta", None)
+    if meta is not None and not getattr(meta, "empty", True):
+        return meta.line, meta.column
+    return 1, 1
+
+
+def check_depth(tree: Tree, max_depth: int, source: str) -> None:
+    """Refuse trees nested deeper than the evaluator can walk (e.g. 10,000 brackets)."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > max_depth:
+            line, column = _tree_position(node)
+            raise TemplateSyntaxError(f"the template nests deeper than {max_depth} levels",
+                                      lineno=line, column=column)
+        for child in node.children:
+            if isinstance(child, Tree):
+                stack.append((child, depth + 1))
+
+
+def tag_names(lark: Lark) -> dict[str, str]:
+    """Terminal name -> tag keyword, for every `{% tag` opener terminal."""
+    names = {}
+    for term in lark.terminals:
+        pattern = term.pattern.value
+        if pattern.startswith("\\{%[-+]?\\s*") and term.name.startswith("_"):
+            names[term.name] = term.name[1:].lower()
+    return names
+
+
+def _digest(text: str) -> str:
+    import hashlib
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+_parsers: dict[tuple, Parser] = {}
+_lock = threading.Lock()
+
+
+def get_parser(syntaxes: tuple[Syntax, ...] = ()) -> Parser:
+    """The memoised parser for a set of extensions (order as given, which callers fix)."""
+    key = tuple((s.name, s.grammar) for s in syntaxes)
+    parser = _parsers.get(key)
+    if parser is None:
+        with _lock:
+            parser = _parsers.get(key)
+            if parser is None:
+                parser = _parsers[key] = Parser(syntaxes)
+    return parser
+
+
+__all__ = ["Parser", "Syntax", "get_parser", "core_grammar", "extension_grammar", "position"]

@@ -1,0 +1,352 @@
+"""Parse tree to AST: one small method per grammar rule, run without recursion.
+
+Lark `Token`s and `Meta` stop here: nodes get plain `str` values and `Span`s.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from lark import Token, Transformer_NonRecursive, v_args
+
+from . import ast
+from .errors import TemplateSyntaxError, position
+from .whitespace import Options, normalize_newlines, trim
+
+CONSTANT_NAMES = {"true": True, "True": True, "false": False, "False": False,
+                  "none": None, "None": None}
+RAW_PARTS = re.compile(r"\{%[-+]?\s*raw\s*-?%\}(.*?)\{%[-+]?\s*endraw\s*[-+]?%\}", re.S)
+OPERATORS = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
+
+
+def token_span(tok: Token) -> ast.Span:
+    return ast.Span(tok.line, tok.column, tok.start_pos, tok.end_pos)
+
+
+def meta_span(meta: Any) -> ast.Span:
+    if getattr(meta, "empty", True):
+        return ast.NO_SPAN
+    return ast.Span(meta.line, meta.column, meta.start_pos, meta.end_pos)
+
+
+def decode_string(tok: Token) -> str:
+    """A string literal's value, with Python escapes, as Jinja2 decodes it.
+
+    Non-ASCII characters are protected with backslashreplace before `unicode_escape`, which
+    would otherwise read them as Latin-1 bytes.
+    """
+    body = normalize_newlines(tok[1:-1])
+    try:
+        return body.encode("ascii", "backslashreplace").decode("unicode-escape")
+    except UnicodeDecodeError as e:
+        raise TemplateSyntaxError(f"invalid escape in string literal: {e.reason}",
+                                  lineno=tok.line, column=tok.column) from None
+
+
+def decode_int(text: str) -> int:
+    return int(text.replace("_", ""), 0) if text[:2].lower() in ("0b", "0o", "0x") else int(text.replace("_", ""))
+
+
+def _values(children: list) -> list:
+    """Children without the tokens that only mark structure."""
+    return [c for c in children if not isinstance(c, Token) or c.type in ("NAME", "STRING", "INT", "FLOAT")]
+
+
+@v_args(meta=True)
+class AstBuilder(Transformer_NonRecursive):
+    """Builds `ast` nodes. Extensions add methods for their own rules (see grammar.parser)."""
+
+    def __init__(self, source: str, options: Options) -> None:
+        super().__init__(visit_tokens=False)
+        self.source = source
+        self.options = options
+
+    # ------------------------------------------------------------------ structure
+    def start(self, meta, children):
+        return ast.Template(meta_span(meta), children[0])
+
+    def body(self, meta, children):
+        nodes = []
+        for child in children:
+            if isinstance(child, Token):
+                child = self._token_node(child)
+                if child is None:
+                    continue
+            nodes.append(child)
+        return tuple(nodes)
+
+    def _token_node(self, tok: Token):
+        if tok.type == "TEXT":
+            text = trim(self.source, tok.start_pos, tok.end_pos, self.options)
+            return ast.Text(token_span(tok), text) if text else None
+        if tok.type == "RAW":
+            m = RAW_PARTS.match(tok)
+            start = tok.start_pos + m.start(1)
+            text = trim(self.source, start, start + len(m.group(1)), self.options, after_raw_open=True)
+            return ast.Text(token_span(tok), text) if text else None
+        return None  # COMMENT
+
+    def output(self, meta, children):
+        if len(children) == 4:  # VAR_OPEN expr RBRACE RBRACE: the braces must touch
+            first, second = children[2], children[3]
+            if second.start_pos != first.end_pos:
+                line, column = position(self.source, first.start_pos)
+                raise TemplateSyntaxError("unexpected '}'", lineno=line, column=column)
+        return ast.Output(meta_span(meta), children[1])
+
+    # ------------------------------------------------------------------ statements
+    def if_stmt(self, meta, children):
+        test, body, *rest = children
+        branches = [(test, body)]
+        otherwise: tuple = ()
+        for clause in rest:
+            if clause[0] == "elif":
+                branches.append(clause[1:])
+            else:
+                otherwise = clause[1]
+        return ast.If(meta_span(meta), tuple(branches), otherwise)
+
+    def elif_clause(self, meta, children):
+        return ("elif", children[0], children[1])
+
+    def else_clause(self, meta, children):
+        return ("else", children[0])
+
+    def for_stmt(self, meta, children):
+        target, iterable, *rest = children
+        condition, recursive, otherwise = None, False, ()
+        body = None
+        for part in rest:
+            if isinstance(part, tuple) and part and part[0] == "for_condition":
+                condition = part[1]
+            elif part == "recursive":
+                recursive = True
+            elif isinstance(part, tuple) and part and part[0] == "else":
+                otherwise = part[1]
+            else:
+                body = part
+        return ast.For(meta_span(meta), target, iterable, body, otherwise, condition, recursive)
+
+    def for_condition(self, meta, children):
+        return ("for_condition", children[0])
+
+    def recursive(self, meta, children):
+        return "recursive"
+
+    def set_stmt(self, meta, children):
+        return ast.Assign(meta_span(meta), children[0], children[1])
+
+    def set_block(self, meta, children):
+        target, *filters, body = children
+        return ast.AssignBlock(meta_span(meta), target, tuple(filters), body)
+
+    def name_target(self, meta, children):
+        name = children[0]
+        if name in CONSTANT_NAMES:
+            raise TemplateSyntaxError(f"Can't assign to {name!r}", lineno=meta.line, column=meta.column)
+        return ast.NameTarget(meta_span(meta), str(name))
+
+    def tuple_target(self, meta, children):
+        return ast.TupleTarget(meta_span(meta), tuple(children))
+
+    def namespace_target(self, meta, children):
+        return ast.NamespaceTarget(meta_span(meta), str(children[0]), str(children[1]))
+
+    def macro_stmt(self, meta, children):
+        name, *params, body = children
+        return ast.Macro(meta_span(meta), str(name), check_params(params, meta), body)
+
+    def param(self, meta, children):
+        return ast.Parameter(str(children[0]), children[1] if len(children) > 1 else None)
+
+    def call_stmt(self, meta, children):
+        params: tuple = ()
+        if isinstance(children[0], list):
+            params = check_params(children.pop(0), meta)
+        call, body = children
+        if not isinstance(call, ast.Call):
+            raise TemplateSyntaxError("expected call", lineno=meta.line, column=meta.column)
+        return ast.CallBlock(meta_span(meta), call, params, body)
+
+    def call_params(self, meta, children):
+        return list(children)
+
+    def filter_stmt(self, meta, children):
+        *filters, body = children
+        return ast.FilterBlock(meta_span(meta), tuple(filters), body)
+
+    def filter_item(self, meta, children):
+        args = children[1] if len(children) > 1 else ast.NO_ARGUMENTS
+        return ast.Filter(meta_span(meta), None, children[0], args)
+
+    def with_stmt(self, meta, children):
+        *assigns, body = children
+        return ast.With(meta_span(meta), tuple(assigns), body)
+
+    def with_assign(self, meta, children):
+        return (children[0], children[1])
+
+    # ------------------------------------------------------------------ expressions
+    def tuple(self, meta, children):
+        return ast.TupleLiteral(meta_span(meta), tuple(children))
+
+    def empty_tuple(self, meta, children):
+        return ast.TupleLiteral(meta_span(meta), ())
+
+    def condexpr(self, meta, children):
+        then, test = children[0], children[1]
+        otherwise = children[2] if len(children) > 2 else None
+        return ast.CondExpr(meta_span(meta), test, then, otherwise)
+
+    def or_(self, meta, children):
+        return ast.Logical(meta_span(meta), "or", children[0], children[1])
+
+    def and_(self, meta, children):
+        return ast.Logical(meta_span(meta), "and", children[0], children[1])
+
+    def unary(self, meta, children):
+        op, operand = children
+        return ast.Unary(meta_span(meta), "not" if op.type == "NOT" else str(op), operand)
+
+    def compare(self, meta, children):
+        first, rest = children[0], children[1:]
+        ops = tuple((rest[i], rest[i + 1]) for i in range(0, len(rest), 2))
+        return ast.Compare(meta_span(meta), first, ops)
+
+    def comp_op(self, meta, children):
+        if len(children) == 2:
+            return "not in"
+        tok = children[0]
+        return "in" if tok.type == "IN" else OPERATORS[tok.type]
+
+    def binary(self, meta, children):
+        left, op, right = children
+        return ast.Binary(meta_span(meta), str(op), left, right)
+
+    def concat(self, meta, children):
+        left, right = children
+        items = left.items if isinstance(left, ast.Concat) else (left,)
+        return ast.Concat(meta_span(meta), items + (right,))
+
+    def filter(self, meta, children):
+        value, name = children[0], children[1]
+        args = children[2] if len(children) > 2 else ast.NO_ARGUMENTS
+        return ast.Filter(meta_span(meta), value, name, args)
+
+    def test(self, meta, children):
+        value, *rest = children
+        negated = isinstance(rest[0], Token) and rest[0].type == "NOT"
+        if negated:
+            rest = rest[1:]
+        name = rest[0]
+        args = ast.NO_ARGUMENTS
+        if len(rest) > 1:
+            args = rest[1] if isinstance(rest[1], ast.Arguments) else ast.Arguments(args=(rest[1],))
+        return ast.Test(meta_span(meta), value, name, args, negated)
+
+    def dotted_name(self, meta, children):
+        return ".".join(children)
+
+    def getattr(self, meta, children):
+        obj, attr = children
+        key = decode_int(attr) if attr.type == "INT" else str(attr)
+        return ast.GetAttr(meta_span(meta), obj, key)
+
+    def getitem(self, meta, children):
+        return ast.GetItem(meta_span(meta), children[0], children[1])
+
+    def slice(self, meta, children):
+        start, stop = children[0], children[1]
+        step = children[2] if len(children) > 2 else None
+        return ast.Slice(meta_span(meta), start, stop, step)
+
+    def call(self, meta, children):
+        return ast.Call(meta_span(meta), children[0], children[1])
+
+    def call_args(self, meta, children):
+        args, kwargs, star, dstar = [], [], None, None
+        for kind, value in children:
+            if kind == "positional":
+                if kwargs or star is not None or dstar is not None:
+                    raise TemplateSyntaxError("invalid syntax for function call expression",
+                                              lineno=meta.line, column=meta.column)
+                args.append(value)
+            elif kind == "keyword":
+                if dstar is not None:
+                    raise TemplateSyntaxError("invalid syntax for function call expression",
+                                              lineno=meta.line, column=meta.column)
+                kwargs.append(value)
+            elif kind == "star":
+                if star is not None or dstar is not None:
+                    raise TemplateSyntaxError("invalid syntax for function call expression",
+                                              lineno=meta.line, column=meta.column)
+                star = value
+            else:
+                if dstar is not None:
+                    raise TemplateSyntaxError("invalid syntax for function call expression",
+                                              lineno=meta.line, column=meta.column)
+                dstar = value
+        return ast.Arguments(tuple(args), tuple(kwargs), star, dstar)
+
+    def arg_positional(self, meta, children):
+        return ("positional", children[0])
+
+    def arg_keyword(self, meta, children):
+        return ("keyword", (str(children[0]), children[1]))
+
+    def arg_star(self, meta, children):
+        return ("star", children[1])
+
+    def arg_dstar(self, meta, children):
+        return ("dstar", children[1])
+
+    def name(self, meta, children):
+        name = str(children[0])
+        if name in CONSTANT_NAMES:
+            return ast.Const(meta_span(meta), CONSTANT_NAMES[name])
+        return ast.Name(meta_span(meta), name)
+
+    def string(self, meta, children):
+        return ast.Const(meta_span(meta), "".join(decode_string(t) for t in children))
+
+    def integer(self, meta, children):
+        return ast.Const(meta_span(meta), decode_int(children[0]))
+
+    def float(self, meta, children):
+        return ast.Const(meta_span(meta), float(children[0].replace("_", "")))
+
+    def list(self, meta, children):
+        return ast.ListLiteral(meta_span(meta), tuple(children))
+
+    def dict(self, meta, children):
+        pairs = tuple(c for c in children if not isinstance(c, Token))
+        return ast.DictLiteral(meta_span(meta), pairs)
+
+    def pair(self, meta, children):
+        return (children[0], children[1])
+
+
+def check_params(params: list, meta: Any) -> tuple:
+    seen_default = False
+    for p in params:
+        if p.default is not None:
+            seen_default = True
+        elif seen_default:
+            raise TemplateSyntaxError("non-default argument follows default argument",
+                                      lineno=meta.line, column=meta.column)
+    return tuple(params)
+
+
+def builder_class(extra_rules: dict[str, Callable]) -> type:
+    """An AstBuilder that also knows the rules of the enabled extensions."""
+    if not extra_rules:
+        return AstBuilder
+    methods = {name: v_args(meta=True)(_as_method(fn)) for name, fn in extra_rules.items()}
+    return type("ExtendedAstBuilder", (AstBuilder,), methods)
+
+
+def _as_method(fn: Callable) -> Callable:
+    def method(self, meta, children):
+        return fn(meta, children)
+    method.__name__ = getattr(fn, "__name__", "rule")
+    return method

@@ -1,0 +1,71 @@
+"""Whitespace control, applied to a text run by looking at the delimiters around it.
+
+Jinja2 strips whitespace in its lexer; we parse first and then trim each text run by its
+position in the source, which keeps every token's offset true. The rules, as Jinja2 has them:
+
+- a `-` on the delimiter before the text strips all leading whitespace; on the one after, all
+  trailing whitespace;
+- `trim_blocks` removes one newline after a block tag or comment (not after `{{ }}`, not after
+  `{% raw %}`, and not when the tag ends with `+%}`);
+- `lstrip_blocks` removes spaces and tabs between the start of a line and a block tag or comment
+  (not before `{{`, not when the tag starts with `{%+`).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+NEWLINES = re.compile(r"\r\n|\r")
+_ONLY_SPACE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    trim_blocks: bool = False
+    lstrip_blocks: bool = False
+    keep_trailing_newline: bool = False
+
+
+def normalize_newlines(text: str) -> str:
+    return NEWLINES.sub("\n", text) if "\r" in text else text
+
+
+def _closer_before(source: str, start: int) -> tuple[str, str]:
+    """(kind, sign) of the delimiter that ends at `start`: kind is '%', '#' or '}'."""
+    if start < 2 or source[start - 1] != "}":
+        return "", ""
+    kind = source[start - 2]
+    sign = source[start - 3] if start >= 3 and source[start - 3] in "-+" else ""
+    return kind, sign
+
+
+def _opener_after(source: str, end: int) -> tuple[str, str]:
+    """(kind, sign) of the delimiter that starts at `end`: kind is '%', '#' or '{'."""
+    if end + 1 >= len(source) or source[end] != "{":
+        return "", ""
+    kind = source[end + 1]
+    sign = source[end + 2] if end + 2 < len(source) and source[end + 2] in "-+" else ""
+    return kind, sign
+
+
+def trim(source: str, start: int, end: int, options: Options, after_raw_open: bool = False) -> str:
+    """The text of `source[start:end]` after whitespace control."""
+    text = normalize_newlines(source[start:end])
+    consumed = ""
+    kind, sign = _closer_before(source, start)
+    if sign == "-":
+        stripped = text.lstrip()
+        consumed, text = text[: len(text) - len(stripped)], stripped
+    elif (kind in "%#" and kind and sign != "+" and options.trim_blocks and not after_raw_open
+          and text.startswith("\n")):
+        consumed, text = "\n", text[1:]
+    line_starting = start == 0 or consumed.endswith("\n")
+
+    kind, sign = _opener_after(source, end)
+    if sign == "-":
+        return text.rstrip()
+    if kind in "%#" and kind and sign != "+" and options.lstrip_blocks:
+        line_start = text.rfind("\n") + 1
+        if (line_start > 0 or line_starting) and _ONLY_SPACE.fullmatch(text, line_start):
+            return text[:line_start]
+    return text

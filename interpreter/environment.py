@@ -1,0 +1,195 @@
+"""The public API: `Environment` holds the options, filters, tests and globals; `Template` renders."""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any, Callable, Iterable, Mapping, Optional
+
+from .grammar import ast
+from .grammar.parser import get_parser
+from .grammar.whitespace import Options
+from .errors import TemplateAssertionError, TemplateRuntimeError
+from .evaluator import CORE_HANDLERS, Evaluator, LoopSignal
+from .ext import Extension, resolve
+from .limits import DEFAULT_LIMITS, Limits
+from .output import Part, to_parts
+from .scope import Scope
+from .undefined import Undefined
+from .values import get_attribute, get_item, to_string
+
+
+class Environment:
+    """Options and registries shared by the templates made from it (Jinja2's defaults)."""
+
+    cache_size = 400
+
+    def __init__(self, trim_blocks: bool = False, lstrip_blocks: bool = False,
+                 keep_trailing_newline: bool = False, undefined: type = Undefined,
+                 loader: Any = None, extensions: Iterable[Extension | str] = (),
+                 limits: Limits = DEFAULT_LIMITS, immutable: bool = False) -> None:
+        from .builtin_tests import TESTS
+        from .filters import FILTERS
+        from .globals import GLOBALS
+
+        self.options = Options(trim_blocks, lstrip_blocks, keep_trailing_newline)
+        self.undefined = undefined
+        self.loader = loader
+        self.limits = limits
+        self.immutable = immutable  # True: mutating list/dict methods raise SecurityError
+        self.extensions = resolve(extensions)
+        self.filters: dict[str, Callable] = dict(FILTERS)
+        self.tests: dict[str, Callable] = dict(TESTS)
+        self.globals: dict[str, Any] = dict(GLOBALS)
+        self.policies: dict[str, Any] = {"json.dumps_function": None,
+                                         "json.dumps_kwargs": {"sort_keys": True}}
+        self.handlers = dict(CORE_HANDLERS)
+        for ext in self.extensions:
+            self.handlers.update(ext.handlers)
+            self.filters.update(ext.filters)
+            self.tests.update(ext.tests)
+            self.globals.update(ext.globals)
+        self._parser = get_parser(tuple(e.syntax for e in self.extensions if e.syntax))
+        self._cache: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def trim_blocks(self) -> bool:
+        return self.options.trim_blocks
+
+    @property
+    def lstrip_blocks(self) -> bool:
+        return self.options.lstrip_blocks
+
+    @property
+    def keep_trailing_newline(self) -> bool:
+        return self.options.keep_trailing_newline
+
+    # ------------------------------------------------------------------ templates
+    def parse(self, source: str, name: Optional[str] = None) -> ast.Template:
+        tree = self._parser.parse(source, name, self.options, self.limits.max_nesting)
+        self._check(tree, name, source)
+        return tree
+
+    def from_string(self, source: str, name: Optional[str] = None) -> "Template":
+        """A template for `source`; compiled templates are cached by source."""
+        key = (source, name)
+        with self._lock:
+            template = self._cache.get(key)
+            if template is not None:
+                self._cache.move_to_end(key)
+                return template
+        template = Template.from_ast(self, self.parse(source, name), source, name)
+        with self._lock:
+            self._cache[key] = template
+            if len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return template
+
+    def _check(self, tree: ast.Template, name: Optional[str], source: str) -> None:
+        """What Jinja2 refuses at compile time: unknown filters and tests, unhandled nodes."""
+        for node in ast.walk(tree):
+            kind = type(node)
+            if kind is ast.Filter and node.name not in self.filters:
+                self._refuse(f"No filter named {node.name!r}.", node, name, source)
+            elif kind is ast.Test and node.name not in self.tests:
+                self._refuse(f"No test named {node.name!r}.", node, name, source)
+            elif isinstance(node, ast.Node) and kind not in self.handlers and kind is not ast.Template \
+                    and not isinstance(node, (ast.NameTarget, ast.TupleTarget, ast.NamespaceTarget)):
+                self._refuse(f"no handler for {kind.__name__} nodes", node, name, source)
+
+    @staticmethod
+    def _refuse(message: str, node: ast.Node, name: Optional[str], source: str) -> None:
+        raise TemplateAssertionError(message, name=name, lineno=node.span.line,
+                                     column=node.span.column, source=source)
+
+    # ------------------------------------------------------------------ used by filters
+    def getattr(self, obj: Any, name: str) -> Any:
+        return get_attribute(obj, name, self.undefined)
+
+    def getitem(self, obj: Any, key: Any) -> Any:
+        return get_item(obj, key, self.undefined)
+
+    def to_string(self, value: Any) -> str:
+        return to_string(value)
+
+    def call_filter(self, name: str, value: Any, args: Iterable = (),
+                    kwargs: Optional[Mapping] = None) -> Any:
+        fn = self.filters.get(name)
+        if fn is None:
+            raise TemplateRuntimeError(f"No filter named {name!r}.")
+        return self._call_with_env(fn, value, args, kwargs)
+
+    def call_test(self, name: str, value: Any, args: Iterable = (),
+                  kwargs: Optional[Mapping] = None) -> Any:
+        fn = self.tests.get(name)
+        if fn is None:
+            raise TemplateRuntimeError(f"No test named {name!r}.")
+        return self._call_with_env(fn, value, args, kwargs)
+
+    def _call_with_env(self, fn: Callable, value: Any, args: Iterable, kwargs: Optional[Mapping]) -> Any:
+        passed = getattr(fn, "jinja_pass_arg", None)
+        passed = getattr(passed, "name", passed)  # also accept Jinja2's own decorators
+        if passed == "environment":
+            return fn(self, value, *args, **(kwargs or {}))
+        if passed in ("context", "eval_context"):
+            return fn(RenderContext(self), value, *args, **(kwargs or {}))
+        return fn(value, *args, **(kwargs or {}))
+
+
+class RenderContext:
+    """What `pass_context` / `pass_eval_context` callables receive."""
+
+    autoescape = False
+
+    def __init__(self, environment: Environment) -> None:
+        self.environment = environment
+        self.eval_ctx = self
+
+
+class Template:
+    """A compiled template. Render it to a string, or to parts flagged `is_input`."""
+
+    def __new__(cls, source: str = "", **options: Any) -> "Template":
+        if not source and not options:
+            return super().__new__(cls)
+        return Environment(**options).from_string(source)
+
+    @classmethod
+    def from_ast(cls, environment: Environment, tree: ast.Template, source: str,
+                 name: Optional[str]) -> "Template":
+        template = super().__new__(cls)
+        template.environment = environment
+        template.tree = tree
+        template.source = source
+        template.name = name
+        return template
+
+    def __init__(self, source: str = "", **options: Any) -> None:
+        pass
+
+    def render(self, *args: Any, **kwargs: Any) -> str:
+        return "".join(self._render(dict(*args, **kwargs)))
+
+    def render_parts(self, *args: Any, **kwargs: Any) -> list[Part]:
+        return to_parts(self._render(dict(*args, **kwargs)))
+
+    def render_with(self, context: dict, overlay: Optional[dict] = None) -> str:
+        """Render with `overlay` between the environment's globals and the context."""
+        return "".join(self._render(context, overlay))
+
+    def render_parts_with(self, context: dict, overlay: Optional[dict] = None) -> list[Part]:
+        return to_parts(self._render(context, overlay))
+
+    def _render(self, context: dict, overlay: Optional[dict] = None) -> list[str]:
+        env = self.environment
+        ev = Evaluator(env, env.handlers, self.name, self.source)
+        scope = Scope(None, env.globals)
+        if overlay:
+            scope = Scope(scope, overlay)
+        scope = Scope(scope, context)
+        try:
+            ev.run(self.tree.body, scope)
+        except LoopSignal:
+            raise TemplateRuntimeError("break or continue outside of a loop", name=self.name,
+                                       lineno=1, column=1, source=self.source) from None
+        return ev.out

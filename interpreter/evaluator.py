@@ -1,0 +1,289 @@
+"""The evaluator: a handler per AST node class, found through a table.
+
+Statement handlers write to `Evaluator.out`; expression handlers return values. Both take
+`(evaluator, node, scope)`. Extensions add handlers for their own node classes; a node
+without a handler fails loudly.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from .grammar import ast
+from .errors import LimitExceeded, TemplateError, TemplateRuntimeError
+from .expressions import EXPRESSIONS, call_value, evaluate_arguments
+from .marks import concat
+from .runtime import LoopContext, Macro, Namespace
+from .scope import Scope
+from .undefined import MISSING
+from .values import to_string
+
+Handler = Callable[["Evaluator", Any, Scope], Any]
+
+
+class LoopSignal(Exception):
+    """Raised by a statement to end the current loop iteration; `stop` ends the whole loop.
+
+    This is the protocol loop-control extensions use; the core knows no `break` tag.
+    """
+
+    def __init__(self, stop: bool) -> None:
+        super().__init__("loop signal outside of a loop")
+        self.stop = stop
+
+
+class Evaluator:
+    """One render of one template."""
+
+    def __init__(self, environment: Any, handlers: dict[type, Handler], name: str | None,
+                 source: str) -> None:
+        self.env = environment
+        self.undefined = environment.undefined
+        self.handlers = handlers
+        self.name = name
+        self.source = source
+        self.out: list[str] = []
+
+    # ------------------------------------------------------------------ dispatch
+    def eval(self, node: Any, scope: Scope) -> Any:
+        try:
+            return self.handlers[node.__class__](self, node, scope)
+        except (TemplateError, LoopSignal) as e:
+            if isinstance(e, TemplateError) and e.lineno is None:
+                e.locate(node.span.line, node.span.column, self.name, self.source)
+            raise
+        except KeyError as e:
+            if node.__class__ not in self.handlers:
+                raise TemplateRuntimeError(f"no handler for {node.__class__.__name__} nodes") from None
+            raise self.runtime_error(e, node) from e
+        except RecursionError:
+            error = LimitExceeded("maximum recursion depth exceeded")
+            error.locate(node.span.line, node.span.column, self.name, self.source)
+            raise error from None
+        except Exception as e:
+            raise self.runtime_error(e, node) from e
+
+    def runtime_error(self, e: Exception, node: Any) -> TemplateRuntimeError:
+        message = str(e) if not isinstance(e, KeyError) else f"key {e}"
+        error = TemplateRuntimeError(message or type(e).__name__)
+        error.locate(node.span.line, node.span.column, self.name, self.source)
+        return error
+
+    def run(self, body: Iterable[Any], scope: Scope) -> None:
+        for node in body:
+            self.eval(node, scope)
+
+    def capture(self, body: Iterable[Any], scope: Scope) -> str:
+        """Render a body to a string (block set, macros, filter blocks, recursive loops)."""
+        saved, self.out = self.out, []
+        try:
+            self.run(body, scope)
+            return concat(self.out)
+        finally:
+            self.out = saved
+
+    def write(self, value: Any) -> None:
+        text = to_string(value)
+        if text:
+            self.out.append(text)
+
+    def lookup(self, name: str, scope: Scope) -> Any:
+        value = scope.lookup(name)
+        return self.undefined(name=name) if value is MISSING else value
+
+
+# ---------------------------------------------------------------------------- statements
+
+def exec_text(ev: Evaluator, node: ast.Text, scope: Scope) -> None:
+    ev.out.append(node.text)
+
+
+def exec_output(ev: Evaluator, node: ast.Output, scope: Scope) -> None:
+    ev.write(ev.eval(node.expr, scope))
+
+
+def exec_if(ev: Evaluator, node: ast.If, scope: Scope) -> None:
+    for test, body in node.branches:
+        if ev.eval(test, scope):
+            ev.run(body, scope)
+            return
+    ev.run(node.otherwise, scope)
+
+
+def exec_for(ev: Evaluator, node: ast.For, scope: Scope) -> None:
+    run_loop(ev, node, scope, ev.eval(node.iter, scope), 0)
+
+
+def run_loop(ev: Evaluator, node: ast.For, scope: Scope, iterable: Any, depth0: int) -> None:
+    items = loop_items(iterable)
+    if node.condition is not None:
+        items = [item for item in items if _passes(ev, node, scope, item)]
+    if not items:
+        ev.run(node.otherwise, scope)
+        return
+    recurse = None
+    if node.recursive:
+        def recurse(inner: Any, depth: int) -> str:
+            saved, ev.out = ev.out, []
+            try:
+                run_loop(ev, node, scope, inner, depth)
+                return concat(ev.out)
+            finally:
+                ev.out = saved
+    loop = LoopContext(items, depth0, ev.undefined, recurse)
+    for index0, item in enumerate(items):
+        loop.index0 = index0
+        inner = Scope(scope)
+        assign(ev, node.target, item, inner)
+        inner.vars["loop"] = loop
+        try:
+            ev.run(node.body, inner)
+        except LoopSignal as signal:
+            if signal.stop:
+                break
+
+
+def _passes(ev: Evaluator, node: ast.For, scope: Scope, item: Any) -> bool:
+    inner = Scope(scope)
+    assign(ev, node.target, item, inner)
+    return bool(ev.eval(node.condition, inner))
+
+
+def loop_items(iterable: Any) -> list:
+    if isinstance(iterable, dict):
+        return list(iterable)
+    if isinstance(iterable, str):
+        return list(iter(iterable))
+    if iterable is None:
+        raise TypeError("'NoneType' object is not iterable")
+    return list(iterable)
+
+
+def exec_assign(ev: Evaluator, node: ast.Assign, scope: Scope) -> None:
+    assign(ev, node.target, ev.eval(node.expr, scope), scope)
+
+
+def exec_assign_block(ev: Evaluator, node: ast.AssignBlock, scope: Scope) -> None:
+    value: Any = ev.capture(node.body, Scope(scope))
+    for f in node.filters:
+        value = apply_filter(ev, f, value, scope)
+    assign(ev, node.target, value, scope)
+
+
+def assign(ev: Evaluator, target: Any, value: Any, scope: Scope) -> None:
+    if type(target) is ast.NameTarget:
+        scope.vars[target.name] = value
+    elif type(target) is ast.TupleTarget:
+        values = list(loop_items(value))
+        if len(values) != len(target.items):
+            word = "many" if len(values) > len(target.items) else "few"
+            raise TemplateRuntimeError(f"too {word} values to unpack (expected {len(target.items)})")
+        for sub, item in zip(target.items, values):
+            assign(ev, sub, item, scope)
+    else:
+        namespace = scope.lookup(target.name)
+        if not isinstance(namespace, Namespace):
+            raise TemplateRuntimeError("cannot assign attribute on non-namespace object")
+        namespace.attrs[target.attr] = value
+
+
+def exec_macro(ev: Evaluator, node: ast.Macro, scope: Scope) -> None:
+    scope.vars[node.name] = make_macro(ev, node.name, node.params, node.body, scope)
+
+
+def make_macro(ev: Evaluator, name: str, params: tuple, body: tuple, closure: Scope) -> Macro:
+    used = _names_used(body)
+    return Macro(name, params, _macro_invoker(ev, body, closure), "kwargs" in used,
+                 "varargs" in used, "caller" in used)
+
+
+def _names_used(body: tuple) -> set:
+    return {n.name for stmt in body for n in ast.walk(stmt) if type(n) is ast.Name}
+
+
+def _macro_invoker(ev: Evaluator, body: tuple, closure: Scope) -> Callable:
+    def invoke(macro: Macro, args: tuple, kwargs: dict) -> str:
+        scope = Scope(closure)
+        bind_arguments(ev, macro, args, dict(kwargs), scope)
+        return ev.capture(body, scope)
+    return invoke
+
+
+def bind_arguments(ev: Evaluator, macro: Macro, args: tuple, kwargs: dict, scope: Scope) -> None:
+    """Jinja2's macro calling convention: positional, then by name, then defaults."""
+    count = len(macro.params)
+    for i, param in enumerate(macro.params):
+        if i < len(args):
+            value = args[i]
+        else:
+            value = kwargs.pop(param.name, MISSING)
+        if value is MISSING:
+            if param.default is not None:
+                value = ev.eval(param.default, scope)
+            else:
+                value = ev.undefined(f"parameter {param.name!r} was not provided", name=param.name)
+        scope.vars[param.name] = value
+    if macro.caller:
+        caller = kwargs.pop("caller", None)
+        scope.vars["caller"] = caller if caller is not None else ev.undefined("No caller defined", name="caller")
+    if macro.catch_kwargs:
+        scope.vars["kwargs"] = kwargs
+    elif kwargs:
+        if "caller" in kwargs:
+            raise TypeError(f"macro {macro.name!r} was invoked with two values for the special"
+                            " caller argument. This is most likely a bug.")
+        raise TypeError(f"macro {macro.name!r} takes no keyword argument {next(iter(kwargs))!r}")
+    if macro.catch_varargs:
+        scope.vars["varargs"] = tuple(args[count:])
+    elif len(args) > count:
+        raise TypeError(f"macro {macro.name!r} takes not more than {count} argument(s)")
+
+
+def exec_call_block(ev: Evaluator, node: ast.CallBlock, scope: Scope) -> None:
+    caller = make_macro(ev, "caller", node.params, node.body, scope)
+    call = node.call
+    func = ev.eval(call.func, scope)
+    args, kwargs = evaluate_arguments(ev, call.arguments, scope)
+    kwargs["caller"] = caller
+    ev.write(call_value(func, args, kwargs))
+
+
+def exec_filter_block(ev: Evaluator, node: ast.FilterBlock, scope: Scope) -> None:
+    value: Any = ev.capture(node.body, Scope(scope))
+    for f in node.filters:
+        value = apply_filter(ev, f, value, scope)
+    ev.write(value)
+
+
+def apply_filter(ev: Evaluator, node: ast.Filter, value: Any, scope: Scope) -> Any:
+    args, kwargs = evaluate_arguments(ev, node.arguments, scope)
+    try:
+        return ev.env.call_filter(node.name, value, args, kwargs)
+    except TemplateError as e:
+        e.locate(node.span.line, node.span.column, ev.name, ev.source)
+        raise
+    except Exception as e:
+        raise ev.runtime_error(e, node) from e
+
+
+def exec_with(ev: Evaluator, node: ast.With, scope: Scope) -> None:
+    values = [(target, ev.eval(expr, scope)) for target, expr in node.targets]
+    inner = Scope(scope)
+    for target, value in values:
+        assign(ev, target, value, inner)
+    ev.run(node.body, inner)
+
+
+STATEMENTS: dict[type, Handler] = {
+    ast.Text: exec_text,
+    ast.Output: exec_output,
+    ast.If: exec_if,
+    ast.For: exec_for,
+    ast.Assign: exec_assign,
+    ast.AssignBlock: exec_assign_block,
+    ast.Macro: exec_macro,
+    ast.CallBlock: exec_call_block,
+    ast.FilterBlock: exec_filter_block,
+    ast.With: exec_with,
+}
+
+CORE_HANDLERS: dict[type, Handler] = {**STATEMENTS, **EXPRESSIONS}

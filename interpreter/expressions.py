@@ -1,0 +1,196 @@
+"""Expression handlers: `(evaluator, node, scope) -> value`, with Jinja2's semantics."""
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+from .grammar import ast
+from .errors import SecurityError, TemplateError, TemplateRuntimeError
+from .marks import Marked, concat, taint
+from .undefined import Undefined
+from .values import get_attribute, get_item, to_string
+
+
+def eval_const(ev, node: ast.Const, scope):
+    return node.value
+
+
+def eval_name(ev, node: ast.Name, scope):
+    return ev.lookup(node.name, scope)
+
+
+def eval_list(ev, node: ast.ListLiteral, scope):
+    return [ev.eval(item, scope) for item in node.items]
+
+
+def eval_tuple(ev, node: ast.TupleLiteral, scope):
+    return tuple(ev.eval(item, scope) for item in node.items)
+
+
+def eval_dict(ev, node: ast.DictLiteral, scope):
+    return {ev.eval(k, scope): ev.eval(v, scope) for k, v in node.pairs}
+
+
+def eval_getattr(ev, node: ast.GetAttr, scope):
+    return get_attribute(ev.eval(node.obj, scope), node.attr, ev.undefined)
+
+
+def eval_getitem(ev, node: ast.GetItem, scope):
+    obj = ev.eval(node.obj, scope)
+    return get_item(obj, ev.eval(node.key, scope), ev.undefined)
+
+
+def eval_slice(ev, node: ast.Slice, scope):
+    part = lambda n: None if n is None else ev.eval(n, scope)
+    return slice(part(node.start), part(node.stop), part(node.step))
+
+
+# ---------------------------------------------------------------------------- calls
+
+def evaluate_arguments(ev, arguments: ast.Arguments, scope) -> tuple[list, dict]:
+    args = [ev.eval(a, scope) for a in arguments.args]
+    kwargs = {name: ev.eval(value, scope) for name, value in arguments.kwargs}
+    if arguments.star is not None:
+        args.extend(ev.eval(arguments.star, scope))
+    if arguments.dstar is not None:
+        extra = ev.eval(arguments.dstar, scope)
+        if not isinstance(extra, dict):
+            raise TypeError("argument after ** must be a mapping")
+        kwargs.update(extra)
+    return args, kwargs
+
+
+def call_value(func: Any, args: list, kwargs: dict) -> Any:
+    if isinstance(func, Undefined):
+        func.fail()
+    if not callable(func):
+        raise TypeError(f"{_type_name(func)!r} object is not callable")
+    for key in kwargs:
+        if not isinstance(key, str):
+            raise TypeError("keywords must be strings")
+    return func(*args, **kwargs)
+
+
+def _type_name(value: Any) -> str:
+    return "str" if type(value) is Marked else type(value).__name__
+
+
+def eval_call(ev, node: ast.Call, scope):
+    func = ev.eval(node.func, scope)
+    args, kwargs = evaluate_arguments(ev, node.arguments, scope)
+    return call_value(func, args, kwargs)
+
+
+def eval_filter(ev, node: ast.Filter, scope):
+    value = ev.eval(node.value, scope)
+    args, kwargs = evaluate_arguments(ev, node.arguments, scope)
+    return ev.env.call_filter(node.name, value, args, kwargs)
+
+
+def eval_test(ev, node: ast.Test, scope):
+    value = ev.eval(node.value, scope)
+    args, kwargs = evaluate_arguments(ev, node.arguments, scope)
+    result = bool(ev.env.call_test(node.name, value, args, kwargs))
+    return not result if node.negated else result
+
+
+# ---------------------------------------------------------------------------- operators
+
+def _string_format(left: Any, right: Any) -> Any:
+    return taint(left % right, left, right)
+
+
+BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "**": operator.pow,
+}
+
+
+def eval_binary(ev, node: ast.Binary, scope):
+    left = ev.eval(node.left, scope)
+    right = ev.eval(node.right, scope)
+    if node.op == "%" and isinstance(left, str):
+        return _string_format(left, right)
+    if node.op == "**":
+        ev.env.limits.check_power(left, right)
+    elif node.op == "*":
+        ev.env.limits.check_repeat(left, right)
+    return BINARY[node.op](left, right)
+
+
+def eval_unary(ev, node: ast.Unary, scope):
+    value = ev.eval(node.operand, scope)
+    if node.op == "not":
+        return not value
+    return -value if node.op == "-" else +value
+
+
+def eval_logical(ev, node: ast.Logical, scope):
+    left = ev.eval(node.left, scope)
+    if node.op == "and":
+        return ev.eval(node.right, scope) if left else left
+    return left if left else ev.eval(node.right, scope)
+
+
+def eval_concat(ev, node: ast.Concat, scope):
+    return concat([to_string(ev.eval(item, scope)) for item in node.items])
+
+
+COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "in": lambda a, b: a in b,
+    "not in": lambda a, b: a not in b,
+}
+
+
+def eval_compare(ev, node: ast.Compare, scope):
+    left = ev.eval(node.first, scope)
+    for op, expr in node.ops:
+        right = ev.eval(expr, scope)
+        if not COMPARE[op](left, right):
+            return False
+        left = right
+    return True
+
+
+def eval_condexpr(ev, node: ast.CondExpr, scope):
+    if ev.eval(node.test, scope):
+        return ev.eval(node.then, scope)
+    if node.otherwise is None:
+        return ev.undefined("the inline if-expression on line "
+                            f"{node.span.line} evaluated to false and no else section was defined.")
+    return ev.eval(node.otherwise, scope)
+
+
+EXPRESSIONS: dict[type, Callable] = {
+    ast.Const: eval_const,
+    ast.Name: eval_name,
+    ast.ListLiteral: eval_list,
+    ast.TupleLiteral: eval_tuple,
+    ast.DictLiteral: eval_dict,
+    ast.GetAttr: eval_getattr,
+    ast.GetItem: eval_getitem,
+    ast.Slice: eval_slice,
+    ast.Call: eval_call,
+    ast.Filter: eval_filter,
+    ast.Test: eval_test,
+    ast.Binary: eval_binary,
+    ast.Unary: eval_unary,
+    ast.Logical: eval_logical,
+    ast.Concat: eval_concat,
+    ast.Compare: eval_compare,
+    ast.CondExpr: eval_condexpr,
+}
+
+__all__ = ["EXPRESSIONS", "call_value", "evaluate_arguments", "SecurityError", "TemplateError",
+           "TemplateRuntimeError"]

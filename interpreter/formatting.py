@@ -1,0 +1,149 @@
+"""String formatting with marks: printf-style `%` and `str.format`, sandboxed.
+
+Python computes the text (so every error and every corner of the mini-languages is Python's);
+then the text is rebuilt piece by piece to place the marks: literal text keeps the format
+string's marks, a field that is a marked string inserted as it is keeps its own, any other field
+is input if anything it was made from is. When the rebuilt text is not exactly Python's, the whole
+result is input if anything was (fail safe).
+
+`str.format` fields reach into values the way templates do (`{0.name}`, `{0[key]}` through
+`values.get_attribute` / `get_item`), never through Python attributes: `{0.__class__}` is a
+`SecurityError`, as in Jinja2's sandbox.
+"""
+from __future__ import annotations
+
+import re
+import string
+from _string import formatter_field_name_split  # type: ignore[import-not-found]
+from typing import Any, Optional
+
+from . import marks
+from .errors import SecurityError
+from .undefined import Undefined, type_name
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _all_plain(*values: Any) -> bool:
+    return all(type(v) in _SCALARS for v in values)
+
+
+# ---------------------------------------------------------------------------- printf style
+
+_CONVERSION = re.compile(
+    r"%(?:\((?P<key>[^)]*)\))?(?P<flags>[-#0 +]*)(?P<width>\*|\d+)?"
+    r"(?:\.(?P<precision>\*|\d*))?[hlL]?(?P<type>[diouxXeEfFgGcrsa%])")
+
+
+def percent_format(fmt: str, params: Any) -> str:
+    """`fmt % params` with marks."""
+    text = str.__mod__(marks.plain(fmt), params)
+    if not marks.has_input(fmt) and not marks.has_input(params):
+        return text
+    try:
+        rebuilt = _rebuild_percent(fmt, params)
+    except Exception:  # noqa: BLE001 - any disagreement with Python falls back to tainting
+        rebuilt = None
+    if rebuilt is None or marks.plain(rebuilt) != text:
+        return marks.taint(text, fmt, params)
+    return rebuilt
+
+
+def _rebuild_percent(fmt: str, params: Any) -> str:
+    positional = iter(params if isinstance(params, tuple) else (params,))
+    pieces, pos = [], 0
+    for m in _CONVERSION.finditer(fmt):
+        pieces.append(marks.sub(fmt, pos, m.start()))
+        pos = m.end()
+        if m.group("type") == "%":
+            pieces.append(marks.sub(fmt, m.start(), m.start() + 1))
+            continue
+        stars = [next(positional) for part in ("width", "precision") if m.group(part) == "*"]
+        key = m.group("key")
+        arg = params[key] if key is not None else next(positional)
+        spec = "%" + fmt[m.start("flags"):m.end()]
+        piece = str.__mod__(marks.plain(spec), (*stars, arg))
+        if m.group("type") == "s" and marks.is_marked(arg) and piece == arg:
+            pieces.append(arg)
+        else:
+            pieces.append(marks.taint(piece, arg))
+    pieces.append(marks.sub(fmt, pos, len(fmt)))
+    return marks.concat(pieces)
+
+
+# ---------------------------------------------------------------------------- str.format
+
+class SandboxedFormatter(string.Formatter):
+    """`str.format` whose fields follow template attribute and item rules."""
+
+    def __init__(self, undefined: type = Undefined, escaping: bool = False) -> None:
+        super().__init__()
+        self.undefined = undefined
+        self.escaping = escaping
+
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> tuple:
+        from .values import get_attribute, get_item  # values imports methods, which imports us
+        first, rest = formatter_field_name_split(field_name)
+        obj = self.get_value(first, args, kwargs)
+        for is_attribute, key in rest:
+            if not is_attribute:
+                obj = get_item(obj, key, self.undefined)
+            elif key.startswith("_"):
+                raise SecurityError(f"access to attribute {key!r} of "
+                                    f"{type_name(obj).removesuffix(' object')!r} object is unsafe.")
+            else:
+                obj = get_attribute(obj, key, self.undefined)
+        return obj, first
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if not self.escaping:
+            return super().format_field(value, format_spec)
+        from .markup import escape
+        if hasattr(value, "__html_format__"):
+            text = value.__html_format__(format_spec)
+        elif hasattr(value, "__html__"):
+            if format_spec:
+                raise ValueError(f"Format specifier {format_spec} given, but {type(value)} does "
+                                 "not define __html_format__. A class that defines __html__ must "
+                                 "define __html_format__ to work with format specifiers.")
+            text = value.__html__()
+        else:
+            text = super().format_field(value, str(format_spec))
+        return str.__str__(escape(text))
+
+    def rebuild(self, fmt: str, args: Any, kwargs: Any) -> Optional[str]:
+        """The formatted text with marks, or None where fields are nested in specs."""
+        pieces, auto = [], 0
+        for literal, field, spec, conversion in self.parse(marks.plain(fmt)):
+            if literal:
+                pieces.append(literal)
+            if field is None:
+                continue
+            if spec and "{" in spec:
+                return None
+            if field == "":
+                field, auto = str(auto), auto + 1
+            obj, _ = self.get_field(field, args, kwargs)
+            obj = self.convert_field(obj, conversion)
+            text = self.format_field(obj, spec)
+            if marks.is_marked(obj) and not spec and conversion is None and text == obj:
+                pieces.append(obj)
+            else:
+                pieces.append(marks.taint(text, obj))
+        return marks.concat(pieces)
+
+
+def format_string(fmt: str, args: Any, kwargs: Any, escaping: bool = False,
+                  undefined: type = Undefined) -> str:
+    """`fmt.format(*args, **kwargs)` (or `format_map(kwargs)`), sandboxed, with marks."""
+    formatter = SandboxedFormatter(undefined, escaping)
+    text = formatter.vformat(marks.plain(fmt), args, kwargs)
+    values = list(args) + list(kwargs.values()) if isinstance(kwargs, dict) else None
+    if not marks.is_marked(fmt) and values is not None and _all_plain(*values):
+        return text
+    if marks.is_marked(fmt):
+        return marks.mark_all(text)
+    rebuilt = formatter.rebuild(fmt, args, kwargs)
+    if rebuilt is None or marks.plain(rebuilt) != text:
+        return marks.taint(text, fmt, args, kwargs)
+    return rebuilt

@@ -1,0 +1,395 @@
+"""Marked strings: text that knows, per character span, which characters came from input.
+
+Template text stays a plain `str` (the fast path). A `Marked` is a `str` subclass carrying
+`spans`: sorted, disjoint, non-adjacent `(start, end)` ranges of input characters. Because it
+is a `str`, every operation that does not know about marks still computes the right text;
+the operations below also compute the right marks. Where no character map exists, callers
+use `taint`: any input among the operands makes the whole result input (fail safe: a lost
+mark is an injection, an extra mark only a missed special token).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+Spans = tuple  # tuple[tuple[int, int], ...]
+
+
+class Marked(str):
+    """A string some of whose characters came from input. Build with `make` or `mark`."""
+
+    spans: Spans
+
+    def __str__(self) -> str:
+        return self
+
+    def __repr__(self) -> str:
+        return str.__repr__(self)
+
+    def __getnewargs__(self):
+        return (str.__str__(self),)
+
+    def __reduce__(self):
+        return (make, (str.__str__(self), self.spans))
+
+    # -- operators that map characters one to one
+    def __add__(self, other):
+        if not isinstance(other, str):
+            return NotImplemented
+        return concat((self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, str):
+            return NotImplemented
+        return concat((other, self))
+
+    def __mul__(self, n):
+        if not isinstance(n, int):
+            return NotImplemented
+        return concat([self] * n) if n > 0 else ""
+
+    __rmul__ = __mul__
+
+    def __mod__(self, args):
+        return taint(str.__mod__(self, args), self)
+
+    def __getitem__(self, key):
+        return getitem(self, key)
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield getitem(self, i)
+
+    # -- str methods, each mapping marks
+    def strip(self, chars=None):
+        return _strip(self, chars, True, True)
+
+    def lstrip(self, chars=None):
+        return _strip(self, chars, True, False)
+
+    def rstrip(self, chars=None):
+        return _strip(self, chars, False, True)
+
+    def upper(self):
+        return case_map(self, str.upper)
+
+    def lower(self):
+        return case_map(self, str.lower)
+
+    def title(self):
+        return case_map(self, str.title)
+
+    def capitalize(self):
+        return case_map(self, str.capitalize)
+
+    def swapcase(self):
+        return case_map(self, str.swapcase)
+
+    def casefold(self):
+        return case_map(self, str.casefold)
+
+    def split(self, sep=None, maxsplit=-1):
+        return split(self, sep, maxsplit)
+
+    def rsplit(self, sep=None, maxsplit=-1):
+        return rsplit(self, sep, maxsplit)
+
+    def splitlines(self, keepends=False):
+        return splitlines(self, keepends)
+
+    def partition(self, sep):
+        return _partition(self, sep, str.find)
+
+    def rpartition(self, sep):
+        return _partition(self, sep, str.rfind)
+
+    def replace(self, old, new, count=-1):
+        return replace(self, old, new, count)
+
+    def removeprefix(self, prefix):
+        return self[len(prefix):] if self.startswith(prefix) else self
+
+    def removesuffix(self, suffix):
+        return self[: len(self) - len(suffix)] if suffix and self.endswith(suffix) else self
+
+    def join(self, iterable):
+        return join(self, iterable)
+
+    def center(self, width, fillchar=" "):
+        return _pad(self, str.center(self, width, fillchar))
+
+    def ljust(self, width, fillchar=" "):
+        return _pad(self, str.ljust(self, width, fillchar))
+
+    def rjust(self, width, fillchar=" "):
+        return _pad(self, str.rjust(self, width, fillchar))
+
+    def zfill(self, width):
+        return taint(str.zfill(self, width), self)
+
+    def expandtabs(self, tabsize=8):
+        return taint(str.expandtabs(self, tabsize), self)
+
+    def format(self, *args, **kwargs):
+        return taint(str.format(self, *args, **kwargs), self, args, kwargs)
+
+    def format_map(self, mapping):
+        return taint(str.format_map(self, mapping), self, mapping)
+
+    def translate(self, table):
+        return taint(str.translate(self, table), self)
+
+    def encode(self, *args, **kwargs):
+        return str.encode(self, *args, **kwargs)
+
+
+# ---------------------------------------------------------------------------- constructors
+
+def make(text: str, spans: Spans) -> str:
+    """`text` with the given input spans; a plain `str` when there are none."""
+    if not spans or not text:
+        return plain(text)
+    m = Marked(text)
+    m.spans = spans
+    return m
+
+
+def plain(text: str) -> str:
+    """The text of `text` as an exact `str`, dropping marks."""
+    return str.__str__(text) if type(text) is not str else text
+
+
+def mark(text: str) -> str:
+    """All of `text` as input."""
+    return make(text, ((0, len(text)),)) if text else ""
+
+
+def spans_of(s: Any) -> Spans:
+    return getattr(s, "spans", ()) if type(s) is Marked else ()
+
+
+def is_marked(s: Any) -> bool:
+    return type(s) is Marked
+
+
+def from_flags(text: str, flags: Sequence[bool]) -> str:
+    """Build from one is-input flag per character."""
+    spans = []
+    start = None
+    for i, flag in enumerate(flags):
+        if flag and start is None:
+            start = i
+        elif not flag and start is not None:
+            spans.append((start, i))
+            start = None
+    if start is not None:
+        spans.append((start, len(flags)))
+    return make(text, tuple(spans))
+
+
+def flags_of(s: str) -> list[bool]:
+    flags = [False] * len(s)
+    for a, b in spans_of(s):
+        flags[a:b] = [True] * (b - a)
+    return flags
+
+
+# ---------------------------------------------------------------------------- span algebra
+
+def _merge(spans: Iterable[tuple[int, int]]) -> Spans:
+    out: list[list[int]] = []
+    for a, b in spans:
+        if a >= b:
+            continue
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return tuple((a, b) for a, b in out)
+
+
+def clip(spans: Spans, start: int, stop: int) -> Spans:
+    """The spans inside [start, stop), shifted so that `start` becomes 0."""
+    out = []
+    for a, b in spans:
+        a, b = max(a, start), min(b, stop)
+        if a < b:
+            out.append((a - start, b - start))
+    return tuple(out)
+
+
+def sub(s: str, start: int, stop: int) -> str:
+    """`s[start:stop]` for 0 <= start <= stop <= len(s), keeping marks."""
+    text = str.__getitem__(s, slice(start, stop))
+    return make(text, clip(s.spans, start, stop)) if type(s) is Marked else text
+
+
+def concat(pieces: Iterable[str]) -> str:
+    """Join strings, keeping each piece's marks."""
+    texts, spans, offset = [], [], 0
+    for p in pieces:
+        if type(p) is Marked:
+            spans.extend((a + offset, b + offset) for a, b in p.spans)
+        texts.append(p)
+        offset += len(p)
+    text = "".join(texts)
+    return make(text, _merge(spans)) if spans else text
+
+
+def join(separator: str, items: Iterable[str]) -> str:
+    items = list(items)
+    if not items:
+        return ""
+    pieces = [items[0]]
+    for item in items[1:]:
+        pieces.append(separator)
+        pieces.append(item)
+    for p in pieces:
+        if not isinstance(p, str):
+            raise TypeError(f"sequence item: expected str instance, {type(p).__name__} found")
+    return concat(pieces)
+
+
+def getitem(s: str, key: Any) -> str:
+    """Indexing and slicing with marks."""
+    if isinstance(key, slice):
+        start, stop, step = key.indices(len(s))
+        if step == 1:
+            return sub(s, start, max(start, stop))
+        text = str.__getitem__(s, key)
+        if type(s) is not Marked:
+            return text
+        flags = flags_of(s)
+        return from_flags(text, [flags[i] for i in range(start, stop, step)])
+    ch = str.__getitem__(s, key)
+    if type(s) is not Marked:
+        return ch
+    i = key + len(s) if key < 0 else key
+    return sub(s, i, i + 1)
+
+
+# ---------------------------------------------------------------------------- str methods
+
+def _strip(s: str, chars, left: bool, right: bool) -> str:
+    start, stop = 0, len(s)
+    if left:
+        start = stop - len(str.lstrip(s, chars))
+    if right:
+        stop = len(str.rstrip(s, chars))
+    return sub(s, start, max(start, stop))
+
+
+def case_map(s: str, fn) -> str:
+    """Case changes map characters one to one, except where a character's image is longer
+    ('ß' -> 'SS'): there each piece of the image takes the mark of its source character."""
+    whole = fn(str.__str__(s))
+    if type(s) is not Marked:
+        return whole
+    if len(whole) == len(s):
+        return make(whole, s.spans)
+    if fn in (str.title, str.capitalize):  # context-dependent: no per-character map
+        return taint(whole, s)
+    out_flags: list[bool] = []
+    for ch, flag in zip(str.__str__(s), flags_of(s)):
+        out_flags.extend([flag] * len(fn(ch)))
+    return from_flags(whole, out_flags) if len(out_flags) == len(whole) else taint(whole, s)
+
+
+def _pieces_at(s: str, bounds: list[tuple[int, int]]) -> list[str]:
+    return [sub(s, a, b) for a, b in bounds]
+
+
+def split(s: str, sep=None, maxsplit=-1) -> list[str]:
+    parts = str.split(s, sep, maxsplit)
+    if type(s) is not Marked:
+        return parts
+    return _pieces_at(s, _locate(s, parts))
+
+
+def rsplit(s: str, sep=None, maxsplit=-1) -> list[str]:
+    parts = str.rsplit(s, sep, maxsplit)
+    if type(s) is not Marked:
+        return parts
+    return _pieces_at(s, _locate(s, parts))
+
+
+def splitlines(s: str, keepends=False) -> list[str]:
+    parts = str.splitlines(s, keepends)
+    if type(s) is not Marked:
+        return parts
+    return _pieces_at(s, _locate(s, parts))
+
+
+def _locate(s: str, parts: list[str]) -> list[tuple[int, int]]:
+    """Where each of the in-order substrings `parts` sits in `s`."""
+    bounds, pos, text = [], 0, str.__str__(s)
+    for p in parts:
+        i = text.find(p, pos)
+        bounds.append((i, i + len(p)))
+        pos = i + len(p)
+    return bounds
+
+
+def _partition(s: str, sep: str, find) -> tuple:
+    i = find(s, sep)
+    if i < 0:
+        return (s, "", "") if find is str.find else ("", "", s)
+    return (sub(s, 0, i), sub(s, i, i + len(sep)), sub(s, i + len(sep), len(s)))
+
+
+def replace(s: str, old: str, new: str, count: int = -1) -> str:
+    """Each replacement keeps its own provenance; untouched characters keep theirs."""
+    if type(s) is not Marked and type(new) is not Marked:
+        return str.replace(s, old, new, count)
+    if not old:
+        return taint(str.replace(s, old, new, count), s, new)
+    pieces, pos, done = [], 0, 0
+    while count < 0 or done < count:
+        i = str.find(s, old, pos)
+        if i < 0:
+            break
+        pieces.append(sub(s, pos, i))
+        pieces.append(new)
+        pos = i + len(old)
+        done += 1
+    pieces.append(sub(s, pos, len(s)))
+    return concat(pieces)
+
+
+def _pad(s: str, padded: str) -> str:
+    """center/ljust/rjust: the original sits inside `padded` unchanged."""
+    if type(s) is not Marked:
+        return padded
+    i = padded.find(str.__str__(s))
+    return concat([padded[:i], s, padded[i + len(s):]])
+
+
+# ---------------------------------------------------------------------------- fail safe
+
+def has_input(value: Any, _depth: int = 0) -> bool:
+    """Whether any string inside `value` (lists, tuples, dicts, keys) came from input."""
+    if type(value) is Marked:
+        return True
+    if _depth > 50:
+        return False
+    if isinstance(value, dict):
+        return any(has_input(k, _depth + 1) or has_input(v, _depth + 1) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(has_input(v, _depth + 1) for v in value)
+    return bool(getattr(value, "jinjamark_input", False))
+
+
+def taint(result: Any, *sources: Any) -> Any:
+    """Where no character map exists: any input among `sources` makes `result` input."""
+    if not any(has_input(s) for s in sources):
+        return result
+    return mark_all(result)
+
+
+def mark_all(value: Any) -> Any:
+    if isinstance(value, str):
+        return mark(value) if value else value
+    if isinstance(value, list):
+        return [mark_all(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(mark_all(v) for v in value)
+    return value

@@ -1,0 +1,257 @@
+"""HTML-safe strings: `Markup` and `escape`, as markupsafe has them, without markupsafe.
+
+A `Markup` is text that is already safe for HTML; operations that bring other text in escape it
+first. Provenance wins over safety: text that carries input marks cannot be a `Markup` (marks
+live only on `marks.Marked`), so an operation whose result would contain input returns a
+`Marked` instead, flagged safe by an `__html__` attribute of its own so that escaping it again
+leaves it alone, as escaping a `Markup` would.
+"""
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+from . import marks
+from .marks import Marked
+
+_ESCAPES = {"&": "&amp;", ">": "&gt;", "<": "&lt;", "'": "&#39;", '"': "&#34;"}
+_SPECIAL = re.compile("[&<>'\"]")
+
+
+def escape_text(text: str) -> str:
+    """The characters & < > ' " as HTML entities; plain text in, plain text out."""
+    text = str.__str__(text)
+    if not _SPECIAL.search(text):
+        return text
+    return _SPECIAL.sub(lambda m: _ESCAPES[m.group()], text)
+
+
+def _escape_marked(s: str) -> str:
+    """Escape keeping marks: an entity is input exactly when the character it replaces was."""
+    pieces, pos = [], 0
+    for m in _SPECIAL.finditer(s):
+        i = m.start()
+        pieces.append(marks.sub(s, pos, i))
+        entity = _ESCAPES[m.group()]
+        pieces.append(marks.mark(entity) if marks.is_marked(marks.sub(s, i, i + 1)) else entity)
+        pos = i + 1
+    pieces.append(marks.sub(s, pos, len(s)))
+    return marks.concat(pieces)
+
+
+def _html_of(s: str):
+    return lambda: s
+
+
+def safe_marked(text: str) -> str:
+    """A copy of marked `text` that escaping passes through (`is escaped` holds for it)."""
+    copy = marks.make(str.__str__(text), marks.spans_of(text))
+    if type(copy) is Marked:
+        copy.__html__ = _html_of(copy)
+    return copy
+
+
+def _wrap(text: str) -> str:
+    """Safe text: a `Markup`, or a safe `Marked` when the text carries input."""
+    if type(text) is Marked:
+        return safe_marked(text)
+    return str.__new__(Markup, text)
+
+
+def _text_of(value: Any) -> str:
+    """str(value), with marks when the value carries input."""
+    if marks.has_input(value):
+        from .values import to_string  # values imports methods, which imports this module
+        return to_string(value)
+    return str(value)
+
+
+def escape(value: Any) -> str:
+    """`value` as safe HTML text: Markup and objects with `__html__` as they are, the rest escaped."""
+    if type(value) is str:
+        return str.__new__(Markup, escape_text(value))
+    if hasattr(value, "__html__"):
+        return Markup(value.__html__())
+    text = _text_of(value)
+    if type(text) is Marked:
+        return safe_marked(_escape_marked(text))
+    return str.__new__(Markup, escape_text(text))
+
+
+def soft_str(value: Any) -> str:
+    """A string as it is (Markup and marks kept), anything else through str()."""
+    return value if isinstance(value, str) else str(value)
+
+
+class _EscapingArgument:
+    """An argument of `Markup % args`: escaped when it turns into text."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __getitem__(self, key: Any) -> "_EscapingArgument":
+        return _EscapingArgument(self.obj[key])
+
+    def __str__(self) -> str:
+        return str.__str__(escape(self.obj))
+
+    def __repr__(self) -> str:
+        return str.__str__(escape(repr(self.obj)))
+
+    def __int__(self) -> int:
+        return int(self.obj)
+
+    def __float__(self) -> float:
+        return float(self.obj)
+
+
+class Markup(str):
+    """Text safe for HTML. `Markup('<b>') + '<'` is `Markup('<b>&lt;')`."""
+
+    __slots__ = ()
+
+    def __new__(cls, obj: Any = "", encoding: str | None = None, errors: str = "strict"):
+        if hasattr(obj, "__html__"):
+            obj = obj.__html__()
+        if encoding is not None:
+            return super().__new__(cls, obj, encoding, errors)
+        if marks.has_input(obj):
+            return _wrap(_text_of(obj))
+        return super().__new__(cls, obj)
+
+    def __html__(self) -> "Markup":
+        return self
+
+    def __html_format__(self, format_spec: str) -> "Markup":
+        if format_spec:
+            raise ValueError("Unsupported format specification for Markup.")
+        return self
+
+    def __repr__(self) -> str:
+        return f"Markup({str.__repr__(self)})"
+
+    def __add__(self, other: Any):
+        if isinstance(other, str) or hasattr(other, "__html__"):
+            return _wrap(marks.concat((str.__str__(self), escape(other))))
+        return NotImplemented
+
+    def __radd__(self, other: Any):
+        if isinstance(other, str) or hasattr(other, "__html__"):
+            return _wrap(marks.concat((escape(other), str.__str__(self))))
+        return NotImplemented
+
+    def __mul__(self, n: Any) -> "Markup":
+        return Markup(str.__mul__(self, n))
+
+    __rmul__ = __mul__
+
+    def __mod__(self, value: Any):
+        if isinstance(value, tuple):
+            args: Any = tuple(_EscapingArgument(x) for x in value)
+        elif hasattr(type(value), "__getitem__") and not isinstance(value, str):
+            args = _EscapingArgument(value)
+        else:
+            args = (_EscapingArgument(value),)
+        return _wrap(marks.taint(str.__mod__(self, args), value))
+
+    def __getitem__(self, key: Any) -> "Markup":
+        return Markup(str.__getitem__(self, key))
+
+    def join(self, iterable: Any):
+        return _wrap(marks.join(str.__str__(self), [escape(x) for x in iterable]))
+
+    def split(self, sep: str | None = None, maxsplit: int = -1) -> list:
+        return [Markup(v) for v in str.split(self, sep, maxsplit)]
+
+    def rsplit(self, sep: str | None = None, maxsplit: int = -1) -> list:
+        return [Markup(v) for v in str.rsplit(self, sep, maxsplit)]
+
+    def splitlines(self, keepends: bool = False) -> list:
+        return [Markup(v) for v in str.splitlines(self, keepends)]
+
+    def partition(self, sep: str) -> tuple:
+        return tuple(Markup(v) for v in str.partition(self, sep))
+
+    def rpartition(self, sep: str) -> tuple:
+        return tuple(Markup(v) for v in str.rpartition(self, sep))
+
+    def replace(self, old: str, new: str, count: int = -1):
+        return _wrap(marks.replace(str.__str__(self), old, escape(new), count))
+
+    def center(self, width: int, fillchar: str = " "):
+        return _wrap(marks.taint(str.center(self, width, escape(fillchar)), fillchar))
+
+    def ljust(self, width: int, fillchar: str = " "):
+        return _wrap(marks.taint(str.ljust(self, width, escape(fillchar)), fillchar))
+
+    def rjust(self, width: int, fillchar: str = " "):
+        return _wrap(marks.taint(str.rjust(self, width, escape(fillchar)), fillchar))
+
+    def format(self, *args: Any, **kwargs: Any):
+        from .formatting import format_string
+        return _wrap(format_string(self, args, kwargs, escaping=True))
+
+    def format_map(self, mapping: Any):
+        from .formatting import format_string
+        return _wrap(format_string(self, (), mapping, escaping=True))
+
+    def unescape(self) -> str:
+        """The text with HTML entities turned back into characters."""
+        return html.unescape(str.__str__(self))
+
+    def striptags(self) -> str:
+        """Comments and tags removed, whitespace runs made one space, entities unescaped."""
+        return Markup(collapse_spaces(remove_tags(remove_comments(str.__str__(self))))).unescape()
+
+    @classmethod
+    def escape(cls, value: Any) -> str:
+        return escape(value)
+
+
+def _same_kind(name: str):
+    method = getattr(str, name)
+
+    def keep_markup(self, *args: Any) -> Markup:
+        return Markup(method(self, *args))
+    keep_markup.__name__ = name
+    return keep_markup
+
+
+for _name in ("capitalize", "title", "lower", "upper", "swapcase", "casefold", "strip", "lstrip",
+              "rstrip", "expandtabs", "zfill", "removeprefix", "removesuffix", "translate"):
+    setattr(Markup, _name, _same_kind(_name))
+
+
+# ---------------------------------------------------------------------------- striptags
+
+def remove_comments(text: str) -> str:
+    """Drop `<!-- ... -->` the way markupsafe does: the first opener to the next closer, repeated
+    (removing one can make a new opener across the cut, so the search backs up three)."""
+    start = text.find("<!--")
+    while start != -1:
+        end = text.find("-->", start)
+        if end == -1:
+            break
+        text = text[:start] + text[end + 3:]
+        start = text.find("<!--", max(0, start - 3))
+    return text
+
+
+def remove_tags(text: str) -> str:
+    """Drop every `<...>`: from each '<' to the next '>'; an unclosed '<' stays, with the rest."""
+    out, pos = [], 0
+    while True:
+        start = text.find("<", pos)
+        end = text.find(">", start) if start != -1 else -1
+        if end == -1:
+            out.append(text[pos:])
+            return "".join(out)
+        out.append(text[pos:start])
+        pos = end + 1
+
+
+def collapse_spaces(text: str) -> str:
+    return " ".join(text.split())

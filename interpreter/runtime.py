@@ -1,0 +1,218 @@
+"""The objects a template can hold besides plain data: loop, namespace, macro, cycler, joiner.
+
+Each exposes to templates exactly the attributes in its `jinja_attributes`; nothing else of the
+Python object is reachable (see values.get_attribute).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from .errors import TemplateRuntimeError
+from .undefined import Undefined
+
+
+class Namespace:
+    """`namespace(a=1)`: the one object `{% set ns.attr = ... %}` may change."""
+
+    jinja_type_name = "Namespace"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.attrs: dict[str, Any] = dict(*args, **kwargs)
+
+    def jinja_attribute(self, name: str) -> Any:
+        return self.attrs[name]
+
+    def __repr__(self) -> str:
+        return f"<Namespace {self.attrs!r}>"
+
+
+class LoopContext:
+    """The `loop` variable of a for loop."""
+
+    jinja_type_name = "LoopContext"
+    jinja_attributes = frozenset({"index", "index0", "revindex", "revindex0", "first", "last",
+                                  "length", "previtem", "nextitem", "depth", "depth0", "cycle",
+                                  "changed"})
+
+    def __init__(self, items: list, depth0: int, undefined: type,
+                 recurse: Optional[Callable[[Any, int], str]] = None) -> None:
+        self.items = items
+        self.index0 = -1
+        self.depth0 = depth0
+        self.undefined = undefined
+        self.recurse = recurse
+        self._last_changed: Any = _NOTHING
+
+    @property
+    def length(self) -> int:
+        return len(self.items)
+
+    @property
+    def index(self) -> int:
+        return self.index0 + 1
+
+    @property
+    def revindex0(self) -> int:
+        return len(self.items) - self.index0 - 1
+
+    @property
+    def revindex(self) -> int:
+        return len(self.items) - self.index0
+
+    @property
+    def first(self) -> bool:
+        return self.index0 == 0
+
+    @property
+    def last(self) -> bool:
+        return self.index0 == len(self.items) - 1
+
+    @property
+    def depth(self) -> int:
+        return self.depth0 + 1
+
+    @property
+    def previtem(self) -> Any:
+        if self.index0 == 0:
+            return self.undefined("there is no previous item")
+        return self.items[self.index0 - 1]
+
+    @property
+    def nextitem(self) -> Any:
+        if self.index0 + 1 >= len(self.items):
+            return self.undefined("there is no next item")
+        return self.items[self.index0 + 1]
+
+    def cycle(self, *args: Any) -> Any:
+        if not args:
+            raise TypeError("no items for cycling given")
+        return args[self.index0 % len(args)]
+
+    def changed(self, *value: Any) -> bool:
+        if self._last_changed != value:
+            self._last_changed = value
+            return True
+        return False
+
+    def jinja_attribute(self, name: str) -> Any:
+        if name in self.jinja_attributes:
+            return getattr(self, name)
+        raise KeyError(name)
+
+    def __call__(self, iterable: Any) -> str:
+        if self.recurse is None:
+            raise TypeError("The loop must have the 'recursive' marker to be called recursively.")
+        return self.recurse(iterable, self.depth0 + 1)
+
+    def __repr__(self) -> str:
+        return f"<LoopContext {self.index}/{self.length}>"
+
+
+_NOTHING = object()
+
+
+class Macro:
+    """A macro (or the `caller` of a call block): calling it renders its body to a string."""
+
+    jinja_type_name = "Macro"
+    jinja_attributes = frozenset({"name", "arguments", "catch_kwargs", "catch_varargs", "caller"})
+
+    def __init__(self, name: str, params: tuple, invoke: Callable[..., str],
+                 catch_kwargs: bool, catch_varargs: bool, caller: bool) -> None:
+        self.name = name
+        self.params = params
+        self.arguments = tuple(p.name for p in params)
+        self.invoke = invoke
+        self.catch_kwargs = catch_kwargs
+        self.catch_varargs = catch_varargs
+        self.caller = caller
+
+    def __call__(self, *args: Any, **kwargs: Any) -> str:
+        return self.invoke(self, args, kwargs)
+
+    def jinja_attribute(self, name: str) -> Any:
+        if name in self.jinja_attributes:
+            return getattr(self, name)
+        raise KeyError(name)
+
+    def __repr__(self) -> str:
+        return f"<Macro {self.name!r}>"
+
+
+class Cycler:
+    """`cycler(a, b, c)`: `.next()` goes round the items; `.current`; `.reset()`."""
+
+    jinja_type_name = "Cycler"
+    jinja_attributes = frozenset({"next", "reset", "current", "items"})
+
+    def __init__(self, *items: Any) -> None:
+        if not items:
+            raise TemplateRuntimeError("at least one item has to be provided")
+        self.items = items
+        self.pos = 0
+
+    @property
+    def current(self) -> Any:
+        return self.items[self.pos]
+
+    def next(self) -> Any:
+        value = self.current
+        self.pos = (self.pos + 1) % len(self.items)
+        return value
+
+    def reset(self) -> None:
+        self.pos = 0
+
+    def jinja_attribute(self, name: str) -> Any:
+        if name in self.jinja_attributes:
+            return getattr(self, name)
+        raise KeyError(name)
+
+
+class Joiner:
+    """`joiner(', ')`: returns '' the first time it is called, the separator after."""
+
+    jinja_type_name = "Joiner"
+    jinja_attributes = frozenset()
+
+    def __init__(self, sep: str = ", ") -> None:
+        self.sep = sep
+        self.used = False
+
+    def __call__(self) -> str:
+        if not self.used:
+            self.used = True
+            return ""
+        return self.sep
+
+    def jinja_attribute(self, name: str) -> Any:
+        raise KeyError(name)
+
+
+class Method:
+    """A method of a str, list or dict bound to its receiver, as templates call it."""
+
+    jinja_type_name = "builtin_function_or_method"
+
+    def __init__(self, receiver: Any, name: str, fn: Callable) -> None:
+        self.receiver = receiver
+        self.name = name
+        self.fn = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(self.receiver, *args, **kwargs)
+
+    def jinja_attribute(self, name: str) -> Any:
+        raise KeyError(name)
+
+    def __repr__(self) -> str:
+        owner = type(self.receiver).__name__
+        return f"<built-in method {self.name} of {'str' if owner == 'Marked' else owner} object>"
+
+
+def unsafe_attribute(undefined: type, obj: Any, name: str) -> Undefined:
+    """What a mutating method resolves to in the immutable sandbox: calling it is a SecurityError."""
+    from .errors import SecurityError
+    owner = type(obj).__name__
+    return undefined(f"access to attribute {name!r} of {owner!r} object is unsafe.", obj, name,
+                     exc=SecurityError)

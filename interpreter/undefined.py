@@ -1,0 +1,106 @@
+"""Undefined values, as Jinja2 has them: lenient (the default), strict and chainable.
+
+An `Undefined` remembers why it exists (a missing variable, attribute or item) so that using it
+where a value is needed raises an `UndefinedError` that says so.
+"""
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from .errors import UndefinedError
+
+MISSING: Any = type("Missing", (), {"__repr__": lambda self: "missing"})()
+
+
+def type_name(obj: Any) -> str:
+    """How Jinja2 names a value's type in messages: 'dict object', 'None'."""
+    if obj is None:
+        return "None"
+    cls = type(obj)
+    name = getattr(cls, "jinja_type_name", None) or cls.__name__
+    if name == "Marked":
+        name = "str"
+    return f"{name} object"
+
+
+class Undefined:
+    """The value of a missing name, attribute or item. Prints as '' and iterates as empty."""
+
+    __slots__ = ("_hint", "_obj", "_name", "_exc")
+
+    def __init__(self, hint: str | None = None, obj: Any = MISSING, name: str | None = None,
+                 exc: type = UndefinedError) -> None:
+        self._hint, self._obj, self._name, self._exc = hint, obj, name, exc
+
+    @property
+    def undefined_message(self) -> str:
+        if self._hint:
+            return self._hint
+        if self._obj is MISSING:
+            return f"{self._name!r} is undefined"
+        if not isinstance(self._name, str):
+            return f"{type_name(self._obj)} has no element {self._name!r}"
+        return f"{type_name(self._obj)!r} has no attribute {self._name!r}"
+
+    def fail(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise self._exc(self.undefined_message)
+
+    # Everything that needs a value fails.
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = fail
+    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = fail
+    __pos__ = __neg__ = __pow__ = __rpow__ = __call__ = __getitem__ = fail
+    __lt__ = __le__ = __gt__ = __ge__ = __int__ = __float__ = __complex__ = fail
+
+    def attribute(self, name: str) -> Any:
+        """`undefined.name` in a template."""
+        self.fail()
+
+    def __eq__(self, other: Any) -> bool:
+        return type(self) is type(other)
+
+    def __ne__(self, other: Any) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return id(type(self))
+
+    def __str__(self) -> str:
+        return ""
+
+    def __len__(self) -> int:
+        return 0
+
+    def __iter__(self):
+        return iter(())
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "Undefined"
+
+
+class ChainableUndefined(Undefined):
+    """Attribute and item access on it give itself, so `a.b.c` is undefined, not an error."""
+
+    __slots__ = ()
+
+    def attribute(self, name: str) -> Any:
+        return self
+
+    def __getitem__(self, key: Any) -> Any:
+        return self
+
+    def __hash__(self) -> int:
+        return id(type(self))
+
+
+class StrictUndefined(Undefined):
+    """Fails on printing, iterating, testing for truth and comparing too."""
+
+    __slots__ = ()
+    __iter__ = __str__ = __len__ = __eq__ = __ne__ = __bool__ = __hash__ = __contains__ = Undefined.fail
+
+
+def is_undefined(value: Any) -> bool:
+    return isinstance(value, Undefined)

@@ -1,0 +1,156 @@
+"""The value model: how templates print values and reach into them.
+
+Templates hold plain data (str and marked str, int, float, bool, None, list, tuple, dict), the
+objects of `runtime`, `Undefined`s, and callables an embedder registered. Attribute and item
+access go through `get_attribute` / `get_item` only: no Python attribute of a value is ever
+reachable, which is what makes the sandbox hold by construction.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from . import marks
+from .marks import Marked, concat
+from .methods import lookup_method, is_unsafe_method
+from .runtime import Method, unsafe_attribute
+from .undefined import Undefined
+
+
+# ---------------------------------------------------------------------------- printing
+
+def to_string(value: Any) -> str:
+    """`{{ value }}` and `~`: Python's str() for data, '' for undefined, marks kept."""
+    t = type(value)
+    if t is str or t is Marked:
+        return value
+    if value is None or t is bool or t is int or t is float:
+        return str(value)
+    if isinstance(value, Undefined):
+        return str(value)
+    if t is list or t is tuple or t is dict:
+        return repr_value(value)
+    if isinstance(value, str):
+        return value
+    return str(value)
+
+
+def repr_value(value: Any, _depth: int = 0) -> str:
+    """Python's repr(), keeping the marks of strings inside containers."""
+    t = type(value)
+    if t is Marked:
+        text = repr(value)
+        # the characters between the quotes are the string's own when nothing was escaped
+        if len(text) == len(value) + 2:
+            return concat((text[0], value, text[-1]))
+        return marks.mark(text)
+    if _depth > 100:
+        raise RecursionError("value nests too deeply to print")
+    if t is list:
+        return concat(["[", _join_reprs(value, _depth), "]"])
+    if t is tuple:
+        inner = _join_reprs(value, _depth)
+        return concat(["(", inner, ",)" if len(value) == 1 else ")"])
+    if t is dict:
+        pieces = ["{"]
+        for i, (k, v) in enumerate(value.items()):
+            if i:
+                pieces.append(", ")
+            pieces.extend((repr_value(k, _depth + 1), ": ", repr_value(v, _depth + 1)))
+        pieces.append("}")
+        return concat(pieces)
+    if isinstance(value, Undefined):
+        return repr(value)
+    return repr(value)
+
+
+def _join_reprs(items: Any, depth: int) -> str:
+    pieces = []
+    for i, item in enumerate(items):
+        if i:
+            pieces.append(", ")
+        pieces.append(repr_value(item, depth + 1))
+    return concat(pieces)
+
+
+# ---------------------------------------------------------------------------- access
+
+def get_attribute(obj: Any, name: Any, undefined: type) -> Any:
+    """`obj.name`: a method or runtime attribute first, then an item, as Jinja2 does."""
+    if isinstance(obj, Undefined):
+        return obj.attribute(name)
+    if isinstance(name, str):
+        if name.startswith("_"):
+            return undefined(obj=obj, name=name)
+        found = _attribute(obj, name, undefined)
+        if found is not _ABSENT:
+            return found
+    try:
+        return _item(obj, name)
+    except (LookupError, TypeError, ValueError):
+        return undefined(obj=obj, name=name)
+
+
+def get_item(obj: Any, key: Any, undefined: type) -> Any:
+    """`obj[key]`: an item first, then (for string keys) an attribute."""
+    if isinstance(obj, Undefined):
+        return obj[key]
+    try:
+        return _item(obj, key)
+    except (LookupError, TypeError, ValueError):
+        pass
+    if isinstance(key, str) and not key.startswith("_"):
+        found = _attribute(obj, key, undefined)
+        if found is not _ABSENT:
+            return found
+    return undefined(obj=obj, name=key)
+
+
+_ABSENT = object()
+
+
+def _attribute(obj: Any, name: str, undefined: type) -> Any:
+    fn = lookup_method(obj, name)
+    if fn is not None:
+        return Method(obj, name, fn)
+    if is_unsafe_method(obj, name):
+        return unsafe_attribute(undefined, obj, name)
+    reader = getattr(type(obj), "jinja_attribute", None)
+    if reader is not None:
+        try:
+            return reader(obj, name)
+        except KeyError:
+            return _ABSENT
+    return _ABSENT
+
+
+def _item(obj: Any, key: Any) -> Any:
+    t = type(obj)
+    if t is dict:
+        return obj[key]
+    if t is list or t is tuple:
+        if isinstance(key, slice) or type(key) is int or type(key) is bool:
+            return obj[key]
+        raise TypeError("indices must be integers or slices")
+    if t is str or t is Marked:
+        if isinstance(key, slice) or type(key) is int or type(key) is bool:
+            return marks.getitem(obj, key)
+        raise TypeError("string indices must be integers")
+    if hasattr(t, "jinja_attribute") and isinstance(key, str):
+        return t.jinja_attribute(obj, key)
+    raise TypeError(f"{t.__name__} is not subscriptable")
+
+
+# ---------------------------------------------------------------------------- input data
+
+def mark_input(data: Any) -> Any:
+    """JSON-like data with every string (keys too) marked as input; containers are copied."""
+    t = type(data)
+    if t is str:
+        return marks.mark(data) if data else data
+    if t is dict:
+        return {mark_input(k): mark_input(v) for k, v in data.items()}
+    if t is list:
+        return [mark_input(v) for v in data]
+    if t is tuple:
+        return tuple(mark_input(v) for v in data)
+    return data
