@@ -73,9 +73,8 @@ _OPENERS = {"{%": "block", "{{": "variable", "{#": "comment"}
 
 def from_lark(exc, text: str, tags: dict, name: Optional[str], source: str) -> TemplateSyntaxError:
     """Turn a Lark parse error into the message Jinja2 would give, with a position."""
-    from lark.exceptions import UnexpectedCharacters, UnexpectedToken
+    from lark.exceptions import UnexpectedToken
 
-    offset = getattr(exc, "pos_in_stream", None) or 0
     expected = set(getattr(exc, "expected", ()) or getattr(exc, "allowed", ()) or ())
     if isinstance(exc, UnexpectedToken):
         tok = exc.token
@@ -83,11 +82,9 @@ def from_lark(exc, text: str, tags: dict, name: Optional[str], source: str) -> T
         if tok.type == "$END":
             message = "Unexpected end of template." + _looking_for(expected, tags)
         elif tok.type in tags:
-            message = f"Encountered unknown tag '{tags[tok.type]}'."
-            if _looking_for(expected, tags):
-                message += (" You probably made a nesting mistake. Jinja is expecting this tag,"
-                            " but currently looking for " + _tag_list(expected, tags) + "."
-                            + _innermost(expected, tags))
+            message = f"Encountered unknown tag '{tags[tok.type]}'." + _looking_for(expected, tags)
+        elif text.startswith(("{%", "{#"), offset):
+            message = _unexpected_text(text, offset, expected, tags)
         else:
             message = f"unexpected {_describe(tok)}"
     else:
@@ -118,31 +115,36 @@ def _unexpected_text(text: str, offset: int, expected: set, tags: dict) -> str:
     return f"unexpected char {text[offset]!r} at {offset}"
 
 
-def _tag_list(expected: set, tags: dict) -> str:
-    names = sorted({tags[t] for t in expected if t in tags}, key=_tag_order)
-    return " or ".join(f"'{n}'" for n in names)
+# The order in which Jinja2 lists the tags that may continue or close each block.
+_CLOSERS = {"if": ("elif", "else", "endif"), "for": ("endfor", "else")}
 
 
-def _tag_order(name: str) -> tuple:
-    return (name.startswith("end"), name)
+def _closing_tags(expected: set, tags: dict) -> tuple[str, list[str]]:
+    """The innermost open block, and the tags that may continue or close it."""
+    names = {tags[t] for t in expected if t in tags}
+    ends = sorted(n for n in names if n.startswith("end"))
+    if not ends:
+        return "", []
+    block = ends[0][3:]
+    order = _CLOSERS.get(block, ("end" + block,))
+    listed = [n for n in order if n in names]
+    listed += sorted(n for n in names if n.startswith("end") and n not in listed)
+    return block, listed
 
 
 def _looking_for(expected: set, tags: dict) -> str:
-    ends = [tags[t] for t in expected if t in tags and tags[t].startswith("end")]
-    if not ends:
+    block, listed = _closing_tags(expected, tags)
+    if not listed:
         return ""
-    return (" Jinja was looking for the following tags: " + _tag_list(expected, tags) + "."
-            + _innermost(expected, tags))
-
-
-def _innermost(expected: set, tags: dict) -> str:
-    ends = sorted(tags[t] for t in expected if t in tags and tags[t].startswith("end"))
-    if not ends:
-        return ""
-    return f" The innermost block that needs to be closed is '{ends[0][3:]}'."
+    return (" Jinja was looking for the following tags: "
+            + " or ".join(f"'{n}'" for n in listed)
+            + f". The innermost block that needs to be closed is '{block}'.")
 
 
 def _describe(tok) -> str:
-    if tok.type in ("RBRACE", "VAR_CLOSE_MINUS") or str(tok).endswith("}"):
-        return f"'{tok}'"
-    return f"'{tok}'"
+    value = str(tok)
+    if value.endswith("%}"):
+        return "'end of statement block'"
+    if value in ("}", "-}}"):
+        return "'end of print statement'"
+    return repr(value.split()[0] if value.split() else value)

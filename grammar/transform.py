@@ -109,8 +109,10 @@ class AstBuilder(Transformer_NonRecursive):
     def elif_clause(self, meta, children):
         return ("elif", children[0], children[1])
 
-    def else_clause(self, meta, children):
+    def if_else(self, meta, children):
         return ("else", children[0])
+
+    for_else = if_else
 
     def for_stmt(self, meta, children):
         target, iterable, *rest = children
@@ -254,6 +256,11 @@ class AstBuilder(Transformer_NonRecursive):
 
     def getitem(self, meta, children):
         return ast.GetItem(meta_span(meta), children[0], children[1])
+
+    def subscripts(self, meta, children):
+        if len(children) == 1:
+            return children[0]
+        return ast.TupleLiteral(meta_span(meta), tuple(children))
 
     def slice(self, meta, children):
         start, stop = children[0], children[1]

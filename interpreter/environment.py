@@ -104,10 +104,10 @@ class Environment:
 
     # ------------------------------------------------------------------ used by filters
     def getattr(self, obj: Any, name: str) -> Any:
-        return get_attribute(obj, name, self.undefined)
+        return get_attribute(obj, name, self.undefined, not self.immutable)
 
     def getitem(self, obj: Any, key: Any) -> Any:
-        return get_item(obj, key, self.undefined)
+        return get_item(obj, key, self.undefined, not self.immutable)
 
     def to_string(self, value: Any) -> str:
         return to_string(value)

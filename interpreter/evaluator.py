@@ -38,6 +38,7 @@ class Evaluator:
                  source: str) -> None:
         self.env = environment
         self.undefined = environment.undefined
+        self.mutable = not environment.immutable
         self.handlers = handlers
         self.name = name
         self.source = source

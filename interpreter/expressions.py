@@ -32,12 +32,12 @@ def eval_dict(ev, node: ast.DictLiteral, scope):
 
 
 def eval_getattr(ev, node: ast.GetAttr, scope):
-    return get_attribute(ev.eval(node.obj, scope), node.attr, ev.undefined)
+    return get_attribute(ev.eval(node.obj, scope), node.attr, ev.undefined, ev.mutable)
 
 
 def eval_getitem(ev, node: ast.GetItem, scope):
     obj = ev.eval(node.obj, scope)
-    return get_item(obj, ev.eval(node.key, scope), ev.undefined)
+    return get_item(obj, ev.eval(node.key, scope), ev.undefined, ev.mutable)
 
 
 def eval_slice(ev, node: ast.Slice, scope):

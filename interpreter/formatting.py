@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 from . import marks
 from .errors import SecurityError
-from .undefined import Undefined, type_name
+from .undefined import Undefined
 
 _SCALARS = (str, int, float, bool, type(None))
 
@@ -89,8 +89,8 @@ class SandboxedFormatter(string.Formatter):
             if not is_attribute:
                 obj = get_item(obj, key, self.undefined)
             elif key.startswith("_"):
-                raise SecurityError(f"access to attribute {key!r} of "
-                                    f"{type_name(obj).removesuffix(' object')!r} object is unsafe.")
+                owner = "str" if marks.is_marked(obj) else type(obj).__name__
+                raise SecurityError(f"access to attribute {key!r} of {owner!r} object is unsafe.")
             else:
                 obj = get_attribute(obj, key, self.undefined)
         return obj, first

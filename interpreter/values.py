@@ -74,14 +74,18 @@ def _join_reprs(items: Any, depth: int) -> str:
 
 # ---------------------------------------------------------------------------- access
 
-def get_attribute(obj: Any, name: Any, undefined: type) -> Any:
-    """`obj.name`: a method or runtime attribute first, then an item, as Jinja2 does."""
+def get_attribute(obj: Any, name: Any, undefined: type, mutable: bool = False) -> Any:
+    """`obj.name`: a method or runtime attribute first, then an item, as Jinja2 does.
+
+    `mutable` lets templates call list and dict methods that change their receiver (Jinja2's
+    SandboxedEnvironment); without it they are a SecurityError (ImmutableSandboxedEnvironment).
+    """
     if isinstance(obj, Undefined):
         return obj.attribute(name)
     if isinstance(name, str):
         if name.startswith("_"):
             return undefined(obj=obj, name=name)
-        found = _attribute(obj, name, undefined)
+        found = _attribute(obj, name, undefined, mutable)
         if found is not _ABSENT:
             return found
     try:
@@ -90,7 +94,7 @@ def get_attribute(obj: Any, name: Any, undefined: type) -> Any:
         return undefined(obj=obj, name=name)
 
 
-def get_item(obj: Any, key: Any, undefined: type) -> Any:
+def get_item(obj: Any, key: Any, undefined: type, mutable: bool = False) -> Any:
     """`obj[key]`: an item first, then (for string keys) an attribute."""
     if isinstance(obj, Undefined):
         return obj[key]
@@ -99,7 +103,7 @@ def get_item(obj: Any, key: Any, undefined: type) -> Any:
     except (LookupError, TypeError, ValueError):
         pass
     if isinstance(key, str) and not key.startswith("_"):
-        found = _attribute(obj, key, undefined)
+        found = _attribute(obj, key, undefined, mutable)
         if found is not _ABSENT:
             return found
     return undefined(obj=obj, name=key)
@@ -108,11 +112,13 @@ def get_item(obj: Any, key: Any, undefined: type) -> Any:
 _ABSENT = object()
 
 
-def _attribute(obj: Any, name: str, undefined: type) -> Any:
+def _attribute(obj: Any, name: str, undefined: type, mutable: bool) -> Any:
     fn = lookup_method(obj, name)
     if fn is not None:
         return Method(obj, name, fn)
     if is_unsafe_method(obj, name):
+        if mutable and isinstance(obj, (list, dict)):
+            return Method(obj, name, getattr(type(obj), name))
         return unsafe_attribute(undefined, obj, name)
     reader = getattr(type(obj), "jinja_attribute", None)
     if reader is not None:

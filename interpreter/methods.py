@@ -1,0 +1,176 @@
+"""The Python methods templates may call, as Jinja2's ImmutableSandboxedEnvironment allows them.
+
+Strings get every public `str` method; lists, tuples, dicts, sets and numbers their methods that
+change nothing. Methods that would change a list, dict or set are known by name so that using
+one is a `SecurityError` ("access to attribute 'append' of 'list' object is unsafe."), not a
+missing attribute. Everything else a template cannot reach: `values.get_attribute` asks only here.
+
+A method is a function of `(receiver, *args, **kwargs)`. String methods keep marks: the marked
+string's own methods where the receiver is marked, the mark-aware helpers where text from the
+arguments enters the result (join, replace, padding, format).
+"""
+from __future__ import annotations
+
+from collections import abc, deque
+from typing import Any, Callable, Optional
+
+from . import marks
+from .formatting import format_string
+from .markup import Markup
+
+# ---------------------------------------------------------------------------- strings
+
+
+def _same_method(name: str) -> Callable:
+    """The receiver's own method: Marked's keeps marks, Markup's keeps safety, str's is str's."""
+    def call(receiver: str, *args: Any, **kwargs: Any) -> Any:
+        return getattr(receiver, name)(*args, **kwargs)
+    call.__name__ = name
+    return call
+
+
+def _str_format(receiver: str, *args: Any, **kwargs: Any) -> str:
+    escaping = isinstance(receiver, Markup)
+    text = format_string(receiver, args, kwargs, escaping=escaping)
+    return Markup(text) if escaping else text
+
+
+def _str_format_map(receiver: str, *args: Any, **kwargs: Any) -> str:
+    if kwargs:
+        raise TypeError("format_map() takes no keyword arguments")
+    if len(args) != 1:
+        raise TypeError(f"format_map() takes exactly one argument ({len(args)} given)")
+    escaping = isinstance(receiver, Markup)
+    text = format_string(receiver, (), args[0], escaping=escaping)
+    return Markup(text) if escaping else text
+
+
+def _str_join(receiver: str, iterable: Any) -> str:
+    if isinstance(receiver, Markup):
+        return receiver.join(iterable)
+    return marks.join(receiver, iterable)
+
+
+def _str_replace(receiver: str, old: str, new: str, count: int = -1) -> str:
+    if isinstance(receiver, Markup):
+        return receiver.replace(old, new, count)
+    str.replace("", old, new, count)  # Python's own argument checks
+    return marks.replace(receiver, old, new, count)
+
+
+def _padding(left_of: Callable[[int, int], int], name: str) -> Callable:
+    """center/ljust/rjust: the receiver sits unchanged between runs of the fill character."""
+    def pad(receiver: str, width: int, fillchar: str = " ") -> str:
+        if isinstance(receiver, Markup):
+            return getattr(receiver, name)(width, fillchar)
+        text = getattr(str, name)(marks.plain(receiver), width, fillchar)
+        if not (marks.is_marked(receiver) or marks.is_marked(fillchar)):
+            return text
+        margin = len(text) - len(receiver)
+        left = left_of(margin, width)
+        return marks.concat((fillchar * left, receiver, fillchar * (margin - left)))
+    pad.__name__ = name
+    return pad
+
+
+def _str_translate(receiver: str, table: Any) -> str:
+    if isinstance(receiver, Markup):
+        return receiver.translate(table)
+    return marks.taint(str.translate(marks.plain(receiver), table), receiver, table)
+
+
+def _str_maketrans(receiver: str, *args: Any) -> dict:
+    return str.maketrans(*args)
+
+
+_STR_SPECIAL: dict[str, Callable] = {
+    "format": _str_format,
+    "format_map": _str_format_map,
+    "join": _str_join,
+    "replace": _str_replace,
+    # Python centers with the extra fill character on the left when margin and width are odd
+    "center": _padding(lambda margin, width: margin // 2 + (margin & width & 1), "center"),
+    "ljust": _padding(lambda margin, width: 0, "ljust"),
+    "rjust": _padding(lambda margin, width: margin, "rjust"),
+    "translate": _str_translate,
+    "maketrans": _str_maketrans,
+}
+
+STR_METHODS: dict[str, Callable] = {
+    name: _STR_SPECIAL.get(name) or _same_method(name)
+    for name in dir(str) if not name.startswith("_")
+}
+MARKUP_METHODS: dict[str, Callable] = {
+    **STR_METHODS, **{name: _same_method(name) for name in ("unescape", "striptags", "escape")}}
+
+# ---------------------------------------------------------------------------- containers
+
+
+def _copy(receiver: Any) -> Any:
+    return receiver.copy()
+
+
+def _fromkeys(receiver: dict, *args: Any) -> dict:
+    return dict.fromkeys(*args)
+
+
+def _methods(*names: str, **special: Callable) -> dict[str, Callable]:
+    table = {name: _same_method(name) for name in names}
+    table.update(special)
+    return table
+
+
+LIST_METHODS = _methods("index", "count", copy=_copy)
+TUPLE_METHODS = _methods("index", "count")
+DICT_METHODS = _methods("items", "keys", "values", "get", copy=_copy, fromkeys=_fromkeys)
+SET_METHODS = _methods("difference", "intersection", "isdisjoint", "issubset", "issuperset",
+                       "symmetric_difference", "union", copy=_copy)
+INT_METHODS = _methods("bit_length", "bit_count", "conjugate", "as_integer_ratio")
+FLOAT_METHODS = _methods("is_integer", "hex", "conjugate", "as_integer_ratio")
+
+# What would change a builtin container: Jinja2's list, plus `intersection_update`, which
+# Jinja2's list lacks and which changes a set all the same.
+MUTATING_METHODS: tuple[tuple[type, frozenset], ...] = (
+    (abc.MutableSet, frozenset({"add", "clear", "difference_update", "discard", "pop", "remove",
+                                "symmetric_difference_update", "update",
+                                "intersection_update"})),
+    (abc.MutableMapping, frozenset({"clear", "pop", "popitem", "setdefault", "update"})),
+    (abc.MutableSequence, frozenset({"append", "clear", "pop", "reverse", "insert", "sort",
+                                     "extend", "remove"})),
+    (deque, frozenset({"append", "appendleft", "clear", "extend", "extendleft", "pop",
+                       "popleft", "remove", "rotate"})),
+)
+
+
+def _table(obj: Any) -> Optional[dict[str, Callable]]:
+    if isinstance(obj, str):
+        return MARKUP_METHODS if isinstance(obj, Markup) else STR_METHODS
+    if isinstance(obj, list):
+        return LIST_METHODS
+    if isinstance(obj, tuple):
+        return TUPLE_METHODS
+    if isinstance(obj, dict):
+        return DICT_METHODS
+    if isinstance(obj, (set, frozenset)):
+        return SET_METHODS
+    if isinstance(obj, int):
+        return INT_METHODS
+    if isinstance(obj, float):
+        return FLOAT_METHODS
+    return None
+
+
+def lookup_method(obj: Any, name: Any) -> Optional[Callable]:
+    """The method `name` of `obj` a template may call, as a function of (receiver, *args)."""
+    if not isinstance(name, str) or name.startswith("_"):
+        return None
+    table = _table(obj)
+    return table.get(name) if table is not None else None
+
+
+def is_unsafe_method(obj: Any, name: Any) -> bool:
+    """Whether `name` is a method of `obj` that would change it (forbidden in the sandbox)."""
+    for kind, names in MUTATING_METHODS:
+        if isinstance(obj, kind):
+            return name in names
+    return False
