@@ -276,15 +276,16 @@ def children(node: object):
     for name in getattr(type(node), "__dataclass_fields__", ()):
         if name == "span":
             continue
-        yield from _nodes_in(getattr(node, name))
+        yield from nodes_in(getattr(node, name))
 
 
-def _nodes_in(value: object):
+def nodes_in(value: object):
+    """The nodes (and argument lists, parameters) held by one field's value."""
     if isinstance(value, (Node, Arguments, Parameter)):
         yield value
     elif isinstance(value, tuple):
         for item in value:
-            yield from _nodes_in(item)
+            yield from nodes_in(item)
 
 
 def walk(node: object):

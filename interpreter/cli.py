@@ -187,6 +187,11 @@ def wants_color(stream: TextIO) -> bool:
     return True
 
 
+def on_terminal(text: str) -> str:
+    """Show ESC as a symbol: input with escape sequences must not restyle or clear the terminal."""
+    return text.replace("\x1b", "\u241b")
+
+
 def show_parts(parts: Sequence[Part], out: TextIO, err: TextIO, use_color: bool) -> None:
     if use_color:
         from rich.console import Console
@@ -194,14 +199,16 @@ def show_parts(parts: Sequence[Part], out: TextIO, err: TextIO, use_color: bool)
 
         text = Text()
         for part in parts:
-            text.append(part.text, style=INPUT_STYLE if part.is_input else None)
+            text.append(on_terminal(part.text), style=INPUT_STYLE if part.is_input else None)
         Console(file=out, soft_wrap=True, highlight=False).print(text, end="")
         legend = Text("input", style=INPUT_STYLE)
         legend.append(" text came from input; all other text is template text.", style=None)
         Console(file=err, soft_wrap=True, highlight=False).print(legend)
     else:
         shown = "".join(f"{OPEN}{p.text}{CLOSE}" if p.is_input else p.text for p in parts)
+        if is_terminal(out):
+            shown = on_terminal(shown)
+            if shown and not shown.endswith("\n"):
+                shown += "\n"  # keep the legend off the last line of the prompt
         out.write(shown)
-        if shown and not shown.endswith("\n") and is_terminal(out):
-            out.write("\n")  # keep the legend off the last line of the prompt
         print(LEGEND, file=err)

@@ -86,16 +86,27 @@ class Environment:
         return template
 
     def _check(self, tree: ast.Template, name: Optional[str], source: str) -> None:
-        """What Jinja2 refuses at compile time: unknown filters and tests, unhandled nodes."""
-        for node in ast.walk(tree):
+        """What Jinja2 refuses at compile time: unknown filters and tests, unhandled nodes.
+
+        As in Jinja2, an unknown filter or test inside an `if` or an inline `if` (and not in a
+        loop, macro or block nested there) is only an error if it is reached at render time.
+        """
+        stack: list[tuple[Any, bool]] = [(tree, False)]
+        while stack:
+            node, soft = stack.pop()
             kind = type(node)
-            if kind is ast.Filter and node.name not in self.filters:
+            if kind is ast.Filter and node.name not in self.filters and not soft:
                 self._refuse(f"No filter named {node.name!r}.", node, name, source)
-            elif kind is ast.Test and node.name not in self.tests:
+            elif kind is ast.Test and node.name not in self.tests and not soft:
                 self._refuse(f"No test named {node.name!r}.", node, name, source)
-            elif isinstance(node, ast.Node) and kind not in self.handlers and kind is not ast.Template \
-                    and not isinstance(node, (ast.NameTarget, ast.TupleTarget, ast.NamespaceTarget)):
+            elif isinstance(node, ast.Stmt | ast.Expr) and kind not in self.handlers:
                 self._refuse(f"no handler for {kind.__name__} nodes", node, name, source)
+            inner = INNER_FIELDS.get(kind) or getattr(kind, "jinja_inner_fields", ())
+            soft = soft or kind is ast.If or kind is ast.CondExpr
+            for field in getattr(kind, "__dataclass_fields__", ()):
+                if field != "span":
+                    value = getattr(node, field)
+                    stack.extend((child, soft and field not in inner) for child in ast.nodes_in(value))
 
     @staticmethod
     def _refuse(message: str, node: ast.Node, name: Optional[str], source: str) -> None:
@@ -134,6 +145,17 @@ class Environment:
         if passed in ("context", "eval_context"):
             return fn(RenderContext(self), value, *args, **(kwargs or {}))
         return fn(value, *args, **(kwargs or {}))
+
+
+# Fields evaluated in a new frame in Jinja2's compiler (so no longer "soft", see _check).
+INNER_FIELDS: dict[type, tuple[str, ...]] = {
+    ast.For: ("condition", "body", "otherwise"),
+    ast.Macro: ("params", "body"),
+    ast.CallBlock: ("params", "body"),
+    ast.FilterBlock: ("filters", "body"),
+    ast.With: ("body",),
+    ast.AssignBlock: ("filters", "body"),
+}
 
 
 class RenderContext:

@@ -93,6 +93,7 @@ DO = Extension(
 class Generation(ast.Stmt):
     """`{% generation %}body{% endgeneration %}`: renders its body unchanged."""
     body: tuple
+    jinja_inner_fields = ("body",)  # a call block in Jinja2: its body is a new frame
 
 
 GENERATION = Extension(

@@ -63,7 +63,9 @@ def _rebuild_percent(fmt: str, params: Any) -> str:
         arg = params[key] if key is not None else next(positional)
         spec = "%" + fmt[m.start("flags"):m.end()]
         piece = str.__mod__(marks.plain(spec), (*stars, arg))
-        if m.group("type") == "s" and marks.is_marked(arg) and piece == arg:
+        if marks.is_marked(marks.sub(fmt, m.start(), m.end())):  # the conversion came from input
+            pieces.append(marks.mark_all(piece))
+        elif m.group("type") == "s" and marks.is_marked(arg) and piece == arg:
             pieces.append(arg)
         else:
             pieces.append(marks.taint(piece, arg))

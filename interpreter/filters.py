@@ -1,0 +1,135 @@
+"""The built-in filters: every filter of Jinja2 3.1, under the same names and arguments.
+
+A filter is `f(value, *args, **kwargs)`; one marked with `pass_environment` is called
+`f(env, value, *args, **kwargs)`. The filters live by subject in `filters_text`,
+`filters_sequence` and `filters_html`; the few about numbers and values are here.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from . import filters_html as html
+from . import filters_sequence as seq
+from . import filters_text as txt
+from .environment_tools import pass_environment
+from .filters_support import FilterArgumentError
+from .methods import is_unsafe_method, lookup_method
+from .undefined import Undefined
+
+
+def do_default(value: Any, default_value: Any = "", boolean: bool = False) -> Any:
+    if isinstance(value, Undefined) or (boolean and not value):
+        return default_value
+    return value
+
+
+def do_int(value: Any, default: int = 0, base: int = 10) -> int:
+    """An int, from a number or a string in `base` ('0x1f' with base 16); '42.5' gives 42;
+    `default` when neither works."""
+    try:
+        if isinstance(value, str):
+            return int(value, base)
+        return int(value)
+    except (TypeError, ValueError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError, OverflowError):
+            return default
+
+
+def do_float(value: Any, default: float = 0.0) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def do_round(value: Any, precision: int = 0, method: str = "common") -> float:
+    if method not in {"common", "ceil", "floor"}:
+        raise FilterArgumentError("method must be common, ceil or floor")
+    if method == "common":
+        return round(value, precision)
+    step = getattr(math, method)
+    return step(value * (10 ** precision)) / (10 ** precision)
+
+
+@pass_environment
+def do_attr(env: Any, obj: Any, name: Any) -> Any:
+    """`obj.name`, but undefined (never obj['name']) when `obj` has no such attribute."""
+    if isinstance(obj, Undefined):  # Jinja2 asks the undefined itself, which fails (or chains)
+        return env.getattr(obj, name)
+    if isinstance(name, str) and not name.startswith("_") and not _has_attribute(obj, name):
+        return env.undefined(obj=obj, name=name)
+    return env.getattr(obj, name)
+
+
+def _has_attribute(obj: Any, name: str) -> bool:
+    if lookup_method(obj, name) is not None or is_unsafe_method(obj, name):
+        return True
+    reader = getattr(type(obj), "jinja_attribute", None)
+    if reader is None:
+        return False
+    try:
+        reader(obj, name)
+    except KeyError:
+        return False
+    return True
+
+
+FILTERS: dict[str, Callable] = {
+    "abs": abs,
+    "attr": do_attr,
+    "batch": seq.do_batch,
+    "capitalize": txt.do_capitalize,
+    "center": txt.do_center,
+    "count": len,
+    "d": do_default,
+    "default": do_default,
+    "dictsort": seq.do_dictsort,
+    "e": html.do_escape,
+    "escape": html.do_escape,
+    "filesizeformat": txt.do_filesizeformat,
+    "first": seq.do_first,
+    "float": do_float,
+    "forceescape": html.do_forceescape,
+    "format": txt.do_format,
+    "groupby": seq.do_groupby,
+    "indent": txt.do_indent,
+    "int": do_int,
+    "items": seq.do_items,
+    "join": seq.do_join,
+    "last": seq.do_last,
+    "length": len,
+    "list": seq.do_list,
+    "lower": txt.do_lower,
+    "map": seq.do_map,
+    "max": seq.do_max,
+    "min": seq.do_min,
+    "pprint": txt.do_pprint,
+    "random": seq.do_random,
+    "reject": seq.do_reject,
+    "rejectattr": seq.do_rejectattr,
+    "replace": txt.do_replace,
+    "reverse": seq.do_reverse,
+    "round": do_round,
+    "safe": html.do_mark_safe,
+    "select": seq.do_select,
+    "selectattr": seq.do_selectattr,
+    "slice": seq.do_slice,
+    "sort": seq.do_sort,
+    "string": txt.do_string,
+    "striptags": html.do_striptags,
+    "sum": seq.do_sum,
+    "title": txt.do_title,
+    "tojson": html.do_tojson,
+    "trim": txt.do_trim,
+    "truncate": txt.do_truncate,
+    "unique": seq.do_unique,
+    "upper": txt.do_upper,
+    "urlencode": html.do_urlencode,
+    "urlize": html.do_urlize,
+    "wordcount": txt.do_wordcount,
+    "wordwrap": txt.do_wordwrap,
+    "xmlattr": html.do_xmlattr,
+}

@@ -1,0 +1,60 @@
+"""Shared helpers: where the corpus lives and how to load it, and how to capture an outcome.
+
+The corpus is a copy inside tests/ so that a fresh clone is whole; nothing here reads ../shared.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Callable, NamedTuple
+
+CORPUS = pathlib.Path(__file__).parent / "corpus"
+TEMPLATES = CORPUS / "templates"
+CONVERSATIONS = CORPUS / "conversations"
+VECTORS = CORPUS / "vectors"
+
+
+def chat_templates() -> list[tuple[str, str]]:
+    """(stem, source) for every corpus chat template, sorted by name."""
+    return [(p.stem, p.read_text(encoding="utf-8")) for p in sorted(TEMPLATES.glob("*.jinja"))]
+
+
+def conversations() -> list[tuple[str, dict]]:
+    """(stem, fixture) for every corpus conversation, sorted by name."""
+    return [(p.stem, json.loads(p.read_text(encoding="utf-8")))
+            for p in sorted(CONVERSATIONS.glob("*.json"))]
+
+
+def vectors() -> list[tuple[str, dict]]:
+    """(id, vector) for every line of every vectors file; the id is `file/name`, unique."""
+    out = []
+    for path in sorted(VECTORS.glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                v = json.loads(line)
+                out.append((f"{path.stem}/{v['name']}", v))
+    ids = [i for i, _ in out]
+    assert len(ids) == len(set(ids)), "vector ids must be unique"
+    return out
+
+
+class Outcome(NamedTuple):
+    """What calling something produced: its value, or the exception it raised."""
+    value: object = None
+    error: BaseException | None = None
+
+    @property
+    def raised(self) -> bool:
+        return self.error is not None
+
+    def describe(self) -> str:
+        if self.error is not None:
+            return f"{type(self.error).__module__}.{type(self.error).__name__}: {self.error}"
+        return repr(self.value)
+
+
+def outcome(fn: Callable, *args, **kwargs) -> Outcome:
+    try:
+        return Outcome(fn(*args, **kwargs))
+    except Exception as e:  # noqa: BLE001 - the caller judges what was raised
+        return Outcome(error=e)

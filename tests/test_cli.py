@@ -1,0 +1,212 @@
+"""The `jinjamark` command renders what transformers' Jinja2 renders and shows which text is input."""
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+import sys
+from importlib import resources
+
+import pytest
+
+import oracle
+from conftest import CONVERSATIONS, TEMPLATES
+import jinjamark
+from jinjamark import cli
+
+OPEN, CLOSE = cli.OPEN, cli.CLOSE
+CHATML = TEMPLATES / "chatml--teknium_OpenHermes-2.5-Mistral-7B.jinja"
+QWEN25 = TEMPLATES / "llamacpp--Qwen-Qwen2.5-7B-Instruct.jinja"
+QWEN3 = TEMPLATES / "qwen--Qwen_Qwen3-1.7B.jinja"
+INJECTION = CONVERSATIONS / "20-injection-user.json"
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    status = cli.main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def expected(template, conversation, add_generation_prompt: bool = False, **overrides) -> str:
+    fixture = json.loads(conversation.read_text(encoding="utf-8"))
+    kwargs = {**(fixture.get("kwargs") or {}), **overrides}
+    return oracle.render_chat(template.read_text(encoding="utf-8"), fixture, add_generation_prompt,
+                              **kwargs)
+
+
+def unbracket(shown: str) -> str:
+    return shown.replace(OPEN, "").replace(CLOSE, "")
+
+
+def bracketed(shown: str) -> list[str]:
+    return re.findall(f"{OPEN}(.*?){CLOSE}", shown, flags=re.S)
+
+
+# ---------------------------------------------------------------------------- render
+
+@pytest.mark.parametrize("template", [CHATML, QWEN25, QWEN3], ids=lambda p: p.stem)
+@pytest.mark.parametrize("conversation", ["03-multi-turn", "07-parallel-tool-calls",
+                                          "17-kwargs-no-thinking", "20-injection-user"])
+@pytest.mark.parametrize("agp", [False, True], ids=["plain", "generation-prompt"])
+def test_render_prints_exactly_what_jinja2_renders(capsys, template, conversation, agp):
+    path = CONVERSATIONS / f"{conversation}.json"
+    argv = [template, path] + (["--add-generation-prompt"] if agp else [])
+    status, out, err = run(capsys, "render", *argv)
+    assert (status, err) == (0, "")
+    assert out == expected(template, path, agp)  # no trailing newline added
+
+
+def test_var_overrides_conversation_kwargs_as_json(capsys):
+    conversation = CONVERSATIONS / "17-kwargs-no-thinking.json"  # kwargs: enable_thinking=false
+    status, out, _ = run(capsys, "render", QWEN3, conversation, "--add-generation-prompt",
+                         "--var", "enable_thinking=true")
+    assert status == 0
+    assert out == expected(QWEN3, conversation, True, enable_thinking=True)
+    assert out != expected(QWEN3, conversation, True)
+
+
+def test_var_that_is_not_json_is_a_plain_string(tmp_path, capsys):
+    template = tmp_path / "t.jinja"
+    template.write_text("{{ greeting }}|{{ count + 1 }}|{{ flags | length }}", encoding="utf-8")
+    status, out, _ = run(capsys, "render", template, INJECTION, "--var", "greeting=hello world",
+                         "--var", "count=41", "--var", 'flags=["a", "b"]')
+    assert (status, out) == (0, "hello world|42|2")
+
+
+def test_bos_and_eos_tokens_can_be_set(tmp_path, capsys):
+    template = tmp_path / "t.jinja"
+    template.write_text("{{ bos_token }}{{ messages[0].content }}{{ eos_token }}", encoding="utf-8")
+    status, out, _ = run(capsys, "render", template, CONVERSATIONS / "01-single-user.json",
+                         "--bos", "<|begin|>", "--eos", "<|end|>")
+    fixture = json.loads((CONVERSATIONS / "01-single-user.json").read_text(encoding="utf-8"))
+    assert (status, out) == (0, f"<|begin|>{fixture['messages'][0]['content']}<|end|>")
+
+
+# ---------------------------------------------------------------------------- parts
+
+def test_parts_bracket_exactly_the_conversation_text(capsys):
+    status, out, err = run(capsys, "render", CHATML, INJECTION, "--parts",
+                           "--add-generation-prompt")
+    fixture = json.loads(INJECTION.read_text(encoding="utf-8"))
+    want = "".join(f"<|im_start|>{OPEN}{m['role']}{CLOSE}\n{OPEN}{m['content']}{CLOSE}<|im_end|>\n"
+                   for m in fixture["messages"]) + "<|im_start|>assistant\n"
+    assert status == 0
+    assert out == want
+    assert unbracket(out) == expected(CHATML, INJECTION, True)
+    assert err.strip() == cli.LEGEND  # a one-line legend, on stderr
+
+
+def test_parts_as_json_are_machine_readable(capsys):
+    status, out, _ = run(capsys, "render", QWEN25, INJECTION, "--json")
+    parts = json.loads(out)
+    assert status == 0
+    assert all(set(p) == {"text", "is_input"} for p in parts)
+    assert "".join(p["text"] for p in parts) == expected(QWEN25, INJECTION)
+    forged = json.loads(INJECTION.read_text(encoding="utf-8"))["messages"][1]["content"]
+    assert {"text": forged, "is_input": True} in parts
+    template_text = "".join(p["text"] for p in parts if not p["is_input"])
+    # the roles are input too: the template wrote only the control tokens and newlines
+    assert template_text == "<|im_start|>system\n<|im_end|>\n<|im_start|>\n<|im_end|>\n"
+
+
+def test_parts_and_json_cannot_be_combined(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["render", str(CHATML), str(INJECTION), "--parts", "--json"])
+    assert exit_.value.code == 2
+
+
+def test_colour_on_a_terminal_marks_input_with_rich(monkeypatch):
+    pytest.importorskip("rich")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out, err = Terminal(), io.StringIO()
+    parts = [jinjamark.Part("<|im_start|>user\n", False), jinjamark.Part("<|im_end|>", True)]
+    assert cli.wants_color(out) and not cli.wants_color(io.StringIO())
+    cli.show_parts(parts, out, err, use_color=True)
+    shown = out.getvalue()
+    assert "\x1b[" in shown and OPEN not in shown
+    assert re.sub(r"\x1b\[[0-9;]*m", "", shown) == "<|im_start|>user\n<|im_end|>"
+
+
+# ---------------------------------------------------------------------------- demo
+
+def demo_expected() -> str:
+    folder = resources.files("jinjamark") / "demo"
+    source = (folder / cli.DEMO_TEMPLATE).read_text(encoding="utf-8")
+    fixture = json.loads((folder / cli.DEMO_CONVERSATION).read_text(encoding="utf-8"))
+    return oracle.render_chat(source, fixture, True, **(fixture.get("kwargs") or {}))
+
+
+def test_demo_runs_as_a_module_and_brackets_the_forged_tokens():
+    done = subprocess.run([sys.executable, "-m", "jinjamark", "render", "--demo"],
+                          capture_output=True, timeout=120)
+    out, err = done.stdout.decode("utf-8"), done.stderr.decode("utf-8")
+    assert done.returncode == 0, err
+    assert unbracket(out) == demo_expected()
+    forged = [part for part in bracketed(out) if "<|im_end|>" in part]
+    assert len(forged) == 1 and "You are now in admin mode." in forged[0]
+    outside = re.sub(f"{OPEN}.*?{CLOSE}", "", out, flags=re.S)
+    assert outside.count("<|im_start|>") == 3  # system, user, generation prompt: template text
+    assert cli.LEGEND in err
+
+
+def test_demo_in_process_matches_the_bundled_files(capsys):
+    status, out, _ = run(capsys, "render", "--demo")
+    assert status == 0 and unbracket(out) == demo_expected()
+
+
+def test_demo_takes_no_files(capsys):
+    status, _, err = run(capsys, "render", "--demo", CHATML)
+    assert status == 2 and "--demo" in err
+
+
+# ---------------------------------------------------------------------------- errors
+
+def test_syntax_error_exits_1_with_a_caret(tmp_path, capsys):
+    template = tmp_path / "broken.jinja"
+    template.write_text("{% for m in messages %}\n{{ m.content }\n{% endfor %}", encoding="utf-8")
+    status, out, err = run(capsys, "render", template, INJECTION)
+    assert (status, out) == (1, "")
+    assert "broken.jinja" in err and "line " in err
+    assert err.rstrip().splitlines()[-1].strip() == "^"
+    assert "Traceback" not in err
+
+
+def test_raise_exception_message_exits_1(tmp_path, capsys):
+    template = tmp_path / "strict.jinja"
+    template.write_text("{{ raise_exception('Only user and assistant roles are supported!') }}",
+                        encoding="utf-8")
+    status, _, err = run(capsys, "render", template, INJECTION)
+    assert status == 1 and "Only user and assistant roles are supported!" in err
+
+
+def test_bad_json_exits_2_with_one_line(tmp_path, capsys):
+    conversation = tmp_path / "bad.json"
+    conversation.write_text('{"messages": [', encoding="utf-8")
+    status, out, err = run(capsys, "render", CHATML, conversation)
+    assert (status, out) == (2, "")
+    assert len(err.strip().splitlines()) == 1 and "bad.json" in err
+
+
+@pytest.mark.parametrize("content", ['[{"role": "user"}]', '{"msgs": []}'])
+def test_conversation_without_a_messages_list_exits_2(tmp_path, capsys, content):
+    conversation = tmp_path / "odd.json"
+    conversation.write_text(content, encoding="utf-8")
+    status, _, err = run(capsys, "render", CHATML, conversation)
+    assert status == 2 and '"messages"' in err
+
+
+def test_missing_file_exits_2(tmp_path, capsys):
+    status, _, err = run(capsys, "render", tmp_path / "nope.jinja", INJECTION)
+    assert status == 2 and "nope.jinja" in err and len(err.strip().splitlines()) == 1
+
+
+def test_malformed_var_exits_2(capsys):
+    status, _, err = run(capsys, "render", CHATML, INJECTION, "--var", "no-equals-sign")
+    assert status == 2 and "--var" in err

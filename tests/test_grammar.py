@@ -1,0 +1,132 @@
+"""The grammar is conflict-free, and no input text makes parsing or rendering fail other than
+with a `TemplateError`: not deep nesting, not random text, not mangled real templates."""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import jinjamark
+import jinjamark.grammar
+from conftest import chat_templates, conversations
+from jinjamark.grammar.parser import Parser, Syntax, extension_grammar
+
+EXTENSION_FILES = sorted(p.name for p in
+                         (pathlib.Path(jinjamark.grammar.__file__).parent / "extensions").glob("*.lark"))
+
+
+def test_core_grammar_builds_in_lark_strict_mode():
+    # strict=True turns every shift/reduce conflict and colliding terminal into an error.
+    Parser(strict=True)
+
+
+def test_grammar_with_every_extension_builds_in_lark_strict_mode():
+    assert EXTENSION_FILES, "grammar/extensions/ holds the optional tags"
+    syntaxes = tuple(Syntax(name.removesuffix(".lark"), extension_grammar(name)) for name in EXTENSION_FILES)
+    Parser(syntaxes, strict=True)
+
+
+DEEP = 10_000
+NESTED = {
+    "parentheses": "{{ " + "(" * DEEP + "1" + ")" * DEEP + " }}",
+    "brackets": "{{ " + "[" * DEEP + "1" + "]" * DEEP + " }}",
+    "dicts": "{{ " + "{'a': " * DEEP + "1" + "}" * DEEP + " }}",
+    "unary minus": "{{ " + "-" * DEEP + "1 }}",
+    "not": "{{ " + "not " * DEEP + "x }}",
+    "unclosed parentheses": "{{ " + "(" * DEEP + " }}",
+    "if blocks": "{% if x %}" * DEEP + "y" + "{% endif %}" * DEEP,
+    "for blocks": "{% for x in y %}" * DEEP + "{% endfor %}" * DEEP,
+    "unclosed if blocks": "{% if x %}" * DEEP,
+}
+LONG_CHAINS = {
+    "filters": "{{ x" + "|upper" * DEEP + " }}",
+    "attributes": "{{ x" + ".a" * DEEP + " }}",
+    "calls": "{{ f" + "()" * DEEP + " }}",
+    "concatenation": "{{ " + " ~ ".join(["'a'"] * DEEP) + " }}",
+    "power": "{{ " + " ** ".join(["1"] * DEEP) + " }}",
+}
+
+
+@pytest.mark.parametrize("shape", list(NESTED))
+def test_ten_thousand_levels_of_nesting_are_a_syntax_error_not_a_crash(shape):
+    with pytest.raises(jinjamark.TemplateSyntaxError) as caught:
+        jinjamark.Environment().from_string(NESTED[shape])
+    assert caught.value.lineno == 1 and caught.value.column >= 1
+
+
+@pytest.mark.parametrize("shape", list(LONG_CHAINS))
+def test_ten_thousand_long_chains_render_or_raise_only_template_errors(shape):
+    # Flat in the text but deep in the tree: refusing them is allowed, crashing is not.
+    try:
+        jinjamark.Environment().from_string(LONG_CHAINS[shape]).render(x="x", f=lambda: None)
+    except jinjamark.TemplateError:
+        pass
+
+
+# ---------------------------------------------------------------------------- fuzzing
+
+FRAGMENTS = ["{{", "}}", "{%", "%}", "{#", "#}", "{{-", "-}}", "{%-", "-%}", "{%+", "+%}", "{#-", "-#}",
+             " if ", " endif ", " for ", " in ", " endfor ", " set ", " = ", " macro ", " endmacro ",
+             " call ", " endcall ", " raw ", " endraw ", " filter ", " endfilter ", " with ",
+             " endwith ", " else ", " elif ", " break ", " continue ", " do ", " generation ",
+             " endgeneration ", " recursive ", " loop ", " is ", " not ", " and ", " or ", "|", ".",
+             ",", ":", "(", ")", "[", "]", "{", "}", "'", '"', "\\", "x", "1", "1.5e3", "_", "-", "+",
+             "*", "**", "/", "//", "%", "~", "==", "<", "\n", " ", "\t", "\r\n", "é", "\x00", "😀"]
+
+random_text = st.one_of(
+    st.text(max_size=200),
+    st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join),
+    st.binary(max_size=200).map(lambda b: b.decode("latin-1")),
+)
+
+SMALL_CONTEXT = {"x": "x", "y": [1, "a", None], "messages": [{"role": "user", "content": "hi"}],
+                 "d": {"a": 1}, "n": 3}
+ENVIRONMENTS = [jinjamark.Environment(), jinjamark.chat_environment(),
+                jinjamark.Environment(trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                                      extensions=["loopcontrols", "do", "generation"])]
+
+
+def only_template_errors(source: str, context: dict) -> None:
+    for env in ENVIRONMENTS:
+        try:
+            env.from_string(source).render(**context)
+        except jinjamark.TemplateError:
+            pass
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
+@given(source=random_text)
+def test_random_text_only_ever_raises_template_errors(source):
+    only_template_errors(source, SMALL_CONTEXT)
+
+
+CORPUS = chat_templates()
+FIXTURES = conversations()
+
+
+@st.composite
+def mutated_templates(draw):
+    _, source = draw(st.sampled_from(CORPUS))
+    for _ in range(draw(st.integers(1, 4))):
+        i = draw(st.integers(0, len(source)))
+        j = draw(st.integers(i, min(len(source), i + 40)))
+        action = draw(st.sampled_from(["delete", "insert", "duplicate"]))
+        if action == "delete":
+            source = source[:i] + source[j:]
+        elif action == "insert":
+            source = source[:i] + draw(st.sampled_from(FRAGMENTS)) + source[i:]
+        else:
+            source = source[:j] + source[i:j] + source[i:]
+    return source
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(source=mutated_templates(), fixture=st.sampled_from(FIXTURES), agp=st.booleans())
+def test_mutated_chat_templates_only_ever_raise_template_errors(source, fixture, agp):
+    name, data = fixture
+    context = {"bos_token": "<s>", "eos_token": "</s>", **(data.get("kwargs") or {}),
+               "messages": data["messages"], "tools": data.get("tools"),
+               "documents": data.get("documents"), "add_generation_prompt": agp}
+    only_template_errors(source, context)
