@@ -36,6 +36,8 @@ def _closer_before(source: str, start: int) -> tuple[str, str]:
         return "", ""
     kind = source[start - 2]
     sign = source[start - 3] if start >= 3 and source[start - 3] in "-+" else ""
+    if sign and kind == "#" and source.startswith("{#", start - 5):
+        sign = ""  # `{#-#}`: the sign is the opener's
     return kind, sign
 
 

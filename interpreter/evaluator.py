@@ -118,9 +118,6 @@ def run_loop(ev: Evaluator, node: ast.For, scope: Scope, iterable: Any, depth0: 
     items = loop_items(iterable)
     if node.condition is not None:
         items = [item for item in items if _passes(ev, node, scope, item)]
-    if not items:
-        ev.run(node.otherwise, scope)
-        return
     recurse = None
     if node.recursive:
         def recurse(inner: Any, depth: int) -> str:
@@ -131,6 +128,7 @@ def run_loop(ev: Evaluator, node: ast.For, scope: Scope, iterable: Any, depth0: 
             finally:
                 ev.out = saved
     loop = LoopContext(items, depth0, ev.undefined, recurse)
+    completed = False  # Jinja2 runs `else` unless some iteration ran its body to the end
     for index0, item in enumerate(items):
         loop.index0 = index0
         inner = Scope(scope)
@@ -138,9 +136,12 @@ def run_loop(ev: Evaluator, node: ast.For, scope: Scope, iterable: Any, depth0: 
         inner.vars["loop"] = loop
         try:
             ev.run(node.body, inner)
+            completed = True
         except LoopSignal as signal:
             if signal.stop:
                 break
+    if not completed:
+        ev.run(node.otherwise, scope)
 
 
 def _passes(ev: Evaluator, node: ast.For, scope: Scope, item: Any) -> bool:
@@ -191,7 +192,7 @@ def exec_macro(ev: Evaluator, node: ast.Macro, scope: Scope) -> None:
     scope.vars[node.name] = make_macro(ev, node.name, node.params, node.body, scope)
 
 
-def make_macro(ev: Evaluator, name: str, params: tuple, body: tuple, closure: Scope) -> Macro:
+def make_macro(ev: Evaluator, name: str | None, params: tuple, body: tuple, closure: Scope) -> Macro:
     used = _names_used(body)
     return Macro(name, params, _macro_invoker(ev, body, closure), "kwargs" in used,
                  "varargs" in used, "caller" in used)
@@ -240,7 +241,7 @@ def bind_arguments(ev: Evaluator, macro: Macro, args: tuple, kwargs: dict, scope
 
 
 def exec_call_block(ev: Evaluator, node: ast.CallBlock, scope: Scope) -> None:
-    caller = make_macro(ev, "caller", node.params, node.body, scope)
+    caller = make_macro(ev, None, node.params, node.body, scope)  # Jinja2's callers are anonymous
     call = node.call
     func = ev.eval(call.func, scope)
     args, kwargs = evaluate_arguments(ev, call.arguments, scope)

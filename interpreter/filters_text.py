@@ -81,7 +81,8 @@ def do_indent(s: Any, width: Any = 4, first: bool = False, blank: bool = False) 
     is_markup = isinstance(s, Markup)
     # Jinja2 appends a newline before splitting (so a trailing newline keeps its line); `+`
     # also fails for what is not a string, the way Jinja2's does.
-    lines = (s + newline).splitlines()
+    s += newline
+    lines = s.splitlines()
     if blank:
         result = marks.join(newline + indention, lines)
     else:

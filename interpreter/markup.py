@@ -255,3 +255,36 @@ def remove_tags(text: str) -> str:
 
 def collapse_spaces(text: str) -> str:
     return " ".join(text.split())
+
+
+# ---------------------------------------------------------------------------- operators
+
+def is_safe(value: Any) -> bool:
+    """Markup, or text marked safe (what `escape` leaves alone)."""
+    return hasattr(value, "__html__")
+
+
+def markup_add(left: Any, right: Any) -> Any:
+    """`left + right` as Jinja2 computes it when a side is safe: the other string is escaped.
+
+    Python's own `+` does this for `Markup` operands, but not when the safe side is a `Marked`
+    (a marked `|safe`, `|escape` or `|tojson`): Marked's `+` only concatenates. Evaluators use
+    this for `+` whenever either operand `is_safe`."""
+    if is_safe(left) and (isinstance(right, str) or is_safe(right)):
+        return _wrap(marks.concat((_safe_text(left), escape(right))))
+    if is_safe(right) and isinstance(left, str):
+        return _wrap(marks.concat((escape(left), _safe_text(right))))
+    return left + right
+
+
+def markup_mod(left: Any, right: Any) -> Any:
+    """`left % right` when `left` is safe: the arguments are escaped, as `Markup % args` does."""
+    if is_safe(left) and isinstance(left, str) and not isinstance(left, Markup):
+        text = Markup(marks.plain(left)) % right
+        return _wrap(marks.taint(marks.plain(text), left, right))
+    return left % right
+
+
+def _safe_text(value: Any) -> str:
+    text = value.__html__()
+    return text if type(text) is Marked else str.__str__(text)

@@ -117,7 +117,7 @@ class Macro:
     jinja_type_name = "Macro"
     jinja_attributes = frozenset({"name", "arguments", "catch_kwargs", "catch_varargs", "caller"})
 
-    def __init__(self, name: str, params: tuple, invoke: Callable[..., str],
+    def __init__(self, name: Optional[str], params: tuple, invoke: Callable[..., str],
                  catch_kwargs: bool, catch_varargs: bool, caller: bool) -> None:
         self.name = name
         self.params = params
@@ -136,7 +136,7 @@ class Macro:
         raise KeyError(name)
 
     def __repr__(self) -> str:
-        return f"<Macro {self.name!r}>"
+        return f"<Macro {'anonymous' if self.name is None else repr(self.name)}>"
 
 
 class Cycler:

@@ -90,7 +90,7 @@ def get_attribute(obj: Any, name: Any, undefined: type, mutable: bool = False) -
             return found
     try:
         return _item(obj, name)
-    except (LookupError, TypeError, ValueError):
+    except (LookupError, TypeError):
         return undefined(obj=obj, name=name)
 
 
@@ -100,7 +100,7 @@ def get_item(obj: Any, key: Any, undefined: type, mutable: bool = False) -> Any:
         return obj[key]
     try:
         return _item(obj, key)
-    except (LookupError, TypeError, ValueError):
+    except (LookupError, TypeError):
         pass
     if isinstance(key, str) and not key.startswith("_"):
         found = _attribute(obj, key, undefined, mutable)

@@ -21,7 +21,7 @@ VALUES = ["i", "z", "neg", "fl", "half", "s", "up", "mixed", "digits", "e", "l",
           "t", "n", "yes", "no", "missing", "d.missing", "42", "4.0", "'x'", "[1]", "{'k': 1}",
           "(1, 2)", "true", "none", "range(3)", "d.items()", "d.keys()", "'<'|e", "'x'|safe",
           "s.upper", "l|map('string')", "lipsum", "dict", "cycler(1)", "joiner()", "namespace()",
-          "'a' ~ 'b'", "1 + 1.5", "i // 2", "d.a"]
+          "('a' ~ 'b')", "(1 + 1.5)", "(i // 2)", "d.a"]
 UNARY = ["boolean", "callable", "defined", "escaped", "false", "float", "integer", "iterable",
          "lower", "mapping", "none", "number", "odd", "even", "sequence", "string", "true",
          "undefined", "upper", "filter", "test"]

@@ -6,6 +6,9 @@ over ints, floats, strings, lists and dicts with every operator, filters, tests 
 if / for / set / macro / call / filter / with blocks. The same source and context go to
 `jinja2.sandbox.ImmutableSandboxedEnvironment(**options)` and `jinjamark.Environment(**options)`.
 
+Shrinking a failure of these big generated templates can take minutes, so it is off unless
+JINJAMARK_SHRINK=1 is set; a failing example is saved and replayed first on the next run either way.
+
 Names have one type each (ints `i`, `j`; strings `s1`, `s2`; ...), so a generated expression is
 mostly well typed and renders; the ill-typed rest checks that both engines refuse it. Nothing is
 generated whose Jinja2 output is not deterministic (`random`, `lipsum`, printed iterators).
@@ -13,10 +16,11 @@ generated whose Jinja2 output is not deterministic (`random`, `lipsum`, printed 
 from __future__ import annotations
 
 import copy
+import os
 
 import jinja2
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -114,6 +118,16 @@ RAW_BODIES = ["{{ x }}", "{% if %}", " a ", "\n{# c #}\n", ""]
 TYPED_NAMES = {"int": ["i", "j"], "str": ["s1", "s2"], "list": ["l1"], "dict": ["dd"]}
 
 
+_INDEX: dict[int, st.SearchStrategy] = {}
+
+
+def _index(size: int) -> st.SearchStrategy:
+    """A cached strategy for an index into `size` options (cheaper than sampled_from per draw)."""
+    if size not in _INDEX:
+        _INDEX[size] = st.integers(0, size - 1)
+    return _INDEX[size]
+
+
 class TemplateBuilder:
     """Draws one template; `scopes` tracks which generated names are defined here."""
 
@@ -128,10 +142,13 @@ class TemplateBuilder:
 
     # -------------------------------------------------------------- drawing helpers
     def pick(self, options):
-        return self.draw(st.sampled_from(options))
+        return options[self.draw(_index(len(options)))]
+
+    def between(self, low: int, high: int) -> int:
+        return low + self.draw(_index(high - low + 1))
 
     def chance(self, percent: int) -> bool:
-        return self.draw(st.integers(0, 99)) < percent
+        return self.draw(_index(100)) < percent
 
     def names(self, kind: str) -> list[str]:
         """Names of `kind` defined in the enclosing scopes (generated sets, loops, macro params)."""
@@ -177,7 +194,7 @@ class TemplateBuilder:
 
     def common(self, kind: str, depth: int) -> str | None:
         """Forms valid for every type: conditionals, parentheses."""
-        choice = self.draw(st.integers(0, 9))
+        choice = self.between(0, 9)
         if choice == 0:
             return f"{self.wrap(self.expr(kind, depth))} if {self.bool_expr(depth)} else {self.wrap(self.expr(kind, depth))}"
         if choice == 1:
@@ -189,7 +206,7 @@ class TemplateBuilder:
     def int_expr(self, depth: int) -> str:
         if (c := self.common("int", depth)) is not None:
             return c
-        form = self.draw(st.integers(0, 6))
+        form = self.between(0, 6)
         if form <= 2:
             op = self.pick(["+", "-", "*", "//", "%", "+", "-"])
             return f"{self.wrap(self.expr('int', depth))} {op} {self.wrap(self.expr('int', depth))}"
@@ -206,7 +223,7 @@ class TemplateBuilder:
     def float_expr(self, depth: int) -> str:
         if (c := self.common("float", depth)) is not None:
             return c
-        form = self.draw(st.integers(0, 3))
+        form = self.between(0, 3)
         if form <= 1:
             left, right = self.pick(["float", "int"]), self.pick(["float", "int"])
             op = self.pick(["+", "-", "*", "/", "//", "%", "/"])
@@ -219,7 +236,7 @@ class TemplateBuilder:
     def str_expr(self, depth: int) -> str:
         if (c := self.common("str", depth)) is not None:
             return c
-        form = self.draw(st.integers(0, 9))
+        form = self.between(0, 9)
         if form == 0:
             return f"{self.wrap(self.expr('str', depth))} ~ {self.wrap(self.any_expr(depth))}"
         if form == 1:
@@ -251,12 +268,12 @@ class TemplateBuilder:
     def list_expr(self, depth: int) -> str:
         if (c := self.common("list", depth)) is not None:
             return c
-        form = self.draw(st.integers(0, 5))
+        form = self.between(0, 5)
         if form == 0:
             return f"{self.wrap(self.expr('list', depth))} + {self.wrap(self.expr('list', depth))}"
         if form == 1:
             items = [self.expr(self.pick(["int", "str", "float", "any"]), depth)
-                     for _ in range(self.draw(st.integers(0, 3)))]
+                     for _ in range(self.between(0, 3))]
             return self.pick([f"[{', '.join(items)}]", f"({', '.join(items)}{',' if len(items) == 1 else ''})"])
         if form == 2:
             return f"{self.wrap(self.expr('list', depth))}[{self.pick(['1:', ':2', '::-1', '-2:', '1::2'])}]"
@@ -269,19 +286,19 @@ class TemplateBuilder:
         if (c := self.common("dict", depth)) is not None:
             return c
         if self.chance(50):
-            keys = self.draw(st.lists(st.sampled_from(["'a'", "'k'", "'b'", "1", "'x y'"]), max_size=3))
+            keys = [self.pick(["'a'", "'k'", "'b'", "1", "'x y'"]) for _ in range(self.between(0, 3))]
             return "{" + ", ".join(f"{k}: {self.expr(self.pick(['int', 'str', 'list', 'any']), depth)}"
                                    for k in keys) + "}"
         return f"dict({self.pick(['a', 'q'])}={self.expr('int', depth)}, z={self.expr('str', depth)})"
 
     def bool_expr(self, depth: int) -> str:
-        form = self.draw(st.integers(0, 7))
+        form = self.between(0, 7)
         if depth <= 0 or form == 0:
             return self.pick(["yes", "no", "true", "false", "n > 2", "s", "e", "xs", "ys", "missing",
                               "nothing", "loop.first" if self.loop_depth else "d"])
         if form == 1:
             kind = self.pick(["int", "str", "int", "float"])
-            ops = [self.pick(COMPARISONS) for _ in range(self.draw(st.integers(1, 2)))]
+            ops = [self.pick(COMPARISONS) for _ in range(self.between(1, 2))]
             parts = [self.wrap(self.expr(kind, depth - 1)) for _ in range(len(ops) + 1)]
             return "".join(p + (f" {o} " if i < len(ops) else "") for i, (p, o) in
                            enumerate(zip(parts, ops + [""])))
@@ -329,7 +346,7 @@ class TemplateBuilder:
         return f"{{{{{left} {expr} {right}}}}}"
 
     def text(self) -> str:
-        return "".join(self.draw(st.lists(st.sampled_from(TEXT_PIECES), min_size=1, max_size=4)))
+        return "".join(self.pick(TEXT_PIECES) for _ in range(self.between(1, 4)))
 
     def comment(self) -> str:
         left, right = self.pick(["", "-", "+"]), self.pick(["", "-"])
@@ -342,7 +359,7 @@ class TemplateBuilder:
 
     # -------------------------------------------------------------- statements
     def body(self, depth: int, max_items: int = 4) -> str:
-        count = self.draw(st.integers(0 if depth < 3 else 1, max_items))
+        count = self.between(0 if depth < 3 else 1, max_items)
         return "".join(self.item(depth) for _ in range(count))
 
     def item(self, depth: int) -> str:
@@ -372,11 +389,11 @@ class TemplateBuilder:
 
     def make_output(self, depth):
         return self.output(self.expr(self.pick(["int", "float", "str", "list", "dict", "bool", "any", "str"]),
-                                     self.draw(st.integers(0, 3))))
+                                     self.between(0, 3)))
 
     def make_if(self, depth):
         out = self.tag(f"if {self.bool_expr(2)}") + self.scoped(lambda: self.body(depth - 1))
-        for _ in range(self.draw(st.integers(0, 2))):
+        for _ in range(self.between(0, 2)):
             out += self.tag(f"elif {self.bool_expr(2)}") + self.scoped(lambda: self.body(depth - 1))
         if self.chance(50):
             out += self.tag("else") + self.scoped(lambda: self.body(depth - 1))
@@ -468,7 +485,7 @@ class TemplateBuilder:
             body = self.scoped(lambda: self.body(depth - 1, 3), bindings)
         finally:
             self.in_macro = was
-        extras = "".join(self.draw(st.lists(st.sampled_from(self.MACRO_EXTRAS), max_size=2)))
+        extras = "".join(self.pick(self.MACRO_EXTRAS) for _ in range(self.between(0, 2)))
         if name not in self.macros:
             self.macros.append(name)
         return self.tag(f"macro {name}({params})") + body + extras + self.tag("endmacro")
@@ -495,7 +512,7 @@ class TemplateBuilder:
     def make_with(self, depth):
         if self.chance(25):
             return self.tag("with") + self.scoped(lambda: self.body(depth - 1, 3)) + self.tag("endwith")
-        count = self.draw(st.integers(1, 2))
+        count = self.between(1, 2)
         kinds = [self.pick(["int", "str"]) for _ in range(count)]
         names = [TYPED_NAMES[k][i % 2] for i, k in enumerate(kinds)]
         assigns = ", ".join(f"{nm} = {self.expr(k, 1)}" for nm, k in zip(names, kinds))
@@ -583,13 +600,15 @@ def assert_same_as_jinja2(source: str, opts: dict, context: dict = CONTEXT, mark
 
 # ---------------------------------------------------------------------------- the tests
 
-@settings(max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck))
+PHASES = tuple(Phase) if os.environ.get("JINJAMARK_SHRINK") == "1" else (Phase.explicit, Phase.reuse, Phase.generate)
+
+@settings(max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck), phases=PHASES)
 @given(case=cases())
 def test_generated_templates_render_as_jinja2(case):
     assert_same_as_jinja2(*case)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), phases=PHASES)
 @given(case=cases(depth=2))
 def test_input_marks_never_change_the_rendered_text(case):
     # The context is marked as input and rendered to parts; joined, they are Jinja2's output.

@@ -50,7 +50,7 @@ ERROR_CASES = [
     # (source, line, the column or the columns acceptable for it)
     ("Hello\n{{ user.name( }}\n", 2, range(4, 18)),
     ("a\nb\n  {% foo %}", 3, (3, 6)),
-    ("{% for x in xs %}\n{{ x }}\n", 1, range(1, 18)),
+    ("{% for x in xs %}\n{{ x }}\n", 2, range(1, 9)),
     ("x {{ 1 + }}", 1, range(3, 12)),
     ("{% if %}", 1, range(1, 9)),
     ("{{ 'unterminated }}", 1, range(4, 20)),

@@ -13,7 +13,7 @@ import string
 
 import jinja2.filters
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -34,14 +34,17 @@ def _render(env, source: str, context: dict):
         return "error", e
 
 
-def assert_same(source: str, context: dict | None = None, ours=OURS) -> None:
-    """Jinja2 and jinjamark render `source` to the same text, or both raise."""
+def assert_same(source: str, context: dict | None = None, ours=OURS, message: bool = False) -> None:
+    """Jinja2 and jinjamark render `source` to the same text, or both raise (with the same
+    message, when `message`)."""
     context = context or {}
     theirs_kind, theirs = _render(JINJA, source, context)
     our_kind, our = _render(ours, source, context)
     if theirs_kind == "error":
         assert our_kind == "error", f"{source!r}: Jinja2 raised {theirs!r}, we gave {our!r}"
         assert isinstance(our, jinjamark.TemplateError), f"{source!r}: bare {our!r}"
+        if message:
+            assert our.message == str(theirs), source
     else:
         assert our_kind == "text", f"{source!r}: we raised {our!r}, Jinja2 gave {theirs!r}"
         assert our == theirs, source
@@ -175,6 +178,13 @@ CASES = [
     "{{ people|map(attribute='name', nope=1)|list }}", "{{ nums|map|list }}",
     "{{ nums|map('nope')|list }}", "{{ missing|map('upper')|list }}", "{{ []|map('upper')|list }}",
     "{{ people|map(attribute='missing')|list }}", "{{ words|map('center', width=5)|list }}",
+    # the lazy filters give single-use, always-true generators, as in Jinja2
+    "{% set odd = nums|select('odd') %}{{ odd|list }}{{ odd|list }}",
+    "{% if [2, 4]|select('odd') %}true{% endif %}", "{{ nums|map('string')|length }}",
+    "{{ nums|map('string') is sequence }}{{ nums|unique is iterable }}",
+    "{% for x in nums|reject('odd') %}{{ loop.index }}{{ loop.length }}{{ x }}{% endfor %}",
+    "{{ [2, 4]|select('odd')|first }}|", "{{ nums|unique|last }}",
+    "{{ missing|pprint }}", "{{ missing|sort }}", "{{ missing|join(',') }}|", "{{ missing|sum }}",
     # max, min, sum
     "{{ nums|max }}", "{{ nums|min }}", "{{ words|max }}", "{{ words|min }}",
     "{{ words|max(case_sensitive=true) }}", "{{ words|min(true) }}", "{{ []|max }}|",
@@ -259,7 +269,7 @@ CASES = [
 
 @pytest.mark.parametrize("source", CASES)
 def test_filter_renders_as_jinja2(source):
-    assert_same(source, CONTEXT)
+    assert_same(source, CONTEXT, message=True)
 
 
 @pytest.mark.parametrize("source", [
@@ -306,7 +316,7 @@ TEXT_TEMPLATES = [
 ]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(source=st.sampled_from(TEXT_TEMPLATES), s=TEXT, t=TEXT, w=st.integers(0, 30))
 def test_string_filter_on_random_text_renders_as_jinja2(source, s, t, w):
     assert_same(source, {"s": s, "t": t, "w": w})
@@ -515,3 +525,142 @@ def test_render_parts_flag_filtered_input():
     parts = template.render_parts(jinjamark.mark_input({"name": "ann", "items": ["a", "b"]}))
     assert [(p.text, p.is_input) for p in parts] == [
         ("ANN", True), (": ", False), ("a", True), (", ", False), ("b", True)]
+
+
+# Filter, arguments, and the characters the filter may add from the template: on fully marked
+# input every other output character must be marked.
+ADDED = [
+    ("upper", (), ""), ("lower", (), ""), ("capitalize", (), ""), ("title", (), ""),
+    ("trim", (), ""), ("reverse", (), ""), ("escape", (), ""), ("forceescape", (), ""),
+    ("center", (30,), " "), ("indent", (2, True, True), " \n"), ("indent", ("> ",), "> \n"),
+    ("wordwrap", (7,), "\n"), ("wordwrap", (5, False, "|"), "|"), ("truncate", (8, False, "~", 0), "~"),
+    ("truncate", (8, True, "~", 0), "~"), ("replace", (" ", "_"), "_"), ("format", (), ""),
+    ("striptags", (), ""), ("urlize", (), ""), ("tojson", (), ""), ("urlencode", (), ""),
+    ("pprint", (), ""), ("string", (), ""), ("safe", (), ""), ("default", ("x",), ""),
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=st.sampled_from(ADDED), s=TEXT, cut=st.integers(0, 60))
+def test_marked_input_renders_the_same_text_and_stays_marked(case, s, cut):
+    assume(s)
+    name, args, added = case
+    plain = call(name, s, *args)
+    whole = call(name, mark(s), *args)
+    half = call(name, marks.concat([s[:cut], mark(s[cut:])]), *args)
+    assert marks.plain(whole) == marks.plain(half) == marks.plain(plain)
+    assert not marks.spans_of(plain)
+    unmarked = {c for c, flag in zip(whole, marks.flags_of(whole)) if not flag}
+    assert unmarked <= set(added), (name, whole, unmarked)
+
+
+@settings(max_examples=200, deadline=None)
+@given(items=st.lists(TEXT, max_size=5), sep=TEXT)
+def test_join_marks_exactly_the_marked_items(items, sep):
+    marked = [mark(x) if i % 2 else x for i, x in enumerate(items)]
+    result = call("join", marked, sep)
+    assert result == sep.join(items)
+    expected, pos = [], 0
+    for i, item in enumerate(items):
+        if i:
+            expected += [False] * len(sep)
+        expected += [bool(i % 2)] * len(item)
+    assert marks.flags_of(result) == expected
+
+
+# ---------------------------------------------------------------------------- Markup
+
+def test_markup_behaves_as_markupsafes():
+    import markupsafe
+    from jinjamark.markup import Markup, escape
+    for ours, theirs in ((Markup, markupsafe.Markup),):
+        a, b = ours("<b>%s</b>"), theirs("<b>%s</b>")
+        assert str(a % "<&>") == str(b % "<&>")
+        assert str(a % ("x",)) == str(b % ("x",))
+        assert str(ours("%(k)s") % {"k": "<"}) == str(theirs("%(k)s") % {"k": "<"})
+        assert str(ours("%d|%r|%.1f") % (3, "'", 2.25)) == str(theirs("%d|%r|%.1f") % (3, "'", 2.25))
+        assert str(a + "<") == str(b + "<") and str("<" + a) == str("<" + b)
+        assert str(ours("|").join(["<", a])) == str(theirs("|").join(["<", b]))
+        assert str(ours("a<b").replace("<", "&")) == str(theirs("a<b").replace("<", "&"))
+        assert str(ours("{}|{x}").format("<", x=a)) == str(theirs("{}|{x}").format("<", x=b))
+        text = "<p>a &amp; <!-- c --> b</p>\n\t c &lt;"
+        assert ours(text).striptags() == theirs(text).striptags()
+        assert ours("&lt;x&#39;").unescape() == theirs("&lt;x&#39;").unescape()
+        assert repr(ours("x'")) == repr(theirs("x'"))
+        assert str(ours("ab").center(6, "*")) == str(theirs("ab").center(6, "*"))
+        for markup in (ours, theirs):
+            with pytest.raises(TypeError):
+                markup("ab").center(6, "<")  # the escaped fill is no longer one character
+        assert str(ours("ab")[0]) == "a" and isinstance(ours("ab")[0], ours)
+        assert [str(x) for x in ours("a b").split()] == ["a", "b"]
+    for value in ("<'\"&>", 5, None, markupsafe.Markup("<i>"), Markup("<i>"), ["<"]):
+        assert str(escape(value)) == str(markupsafe.escape(value))
+
+
+@settings(max_examples=200, deadline=None)
+@given(s=TEXT)
+def test_escape_and_striptags_of_random_text_match_markupsafe(s):
+    import markupsafe
+    from jinjamark.markup import Markup, escape
+    assert str(escape(s)) == str(markupsafe.escape(s))
+    assert Markup(s).striptags() == markupsafe.Markup(s).striptags()
+    assert marks.plain(escape(mark(s))) == str(markupsafe.escape(s))
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=TEXT, b=TEXT, safe_left=st.booleans(), safe_right=st.booleans(),
+       marked_left=st.booleans(), marked_right=st.booleans())
+def test_markup_add_escapes_like_markupsafe_and_keeps_marks(a, b, safe_left, safe_right,
+                                                            marked_left, marked_right):
+    import markupsafe
+    from jinjamark.markup import Markup, is_safe, markup_add
+    left = call("safe", mark(a) if marked_left else a) if safe_left else (mark(a) if marked_left else a)
+    right = call("safe", mark(b) if marked_right else b) if safe_right else (mark(b) if marked_right else b)
+    theirs_left = markupsafe.Markup(a) if safe_left else a
+    theirs_right = markupsafe.Markup(b) if safe_right else b
+    result = markup_add(left, right)
+    assert marks.plain(result) == str(theirs_left + theirs_right)
+    assert is_safe(result) == (safe_left or safe_right)
+    flags = marks.flags_of(result)
+    if marked_left and marked_right:
+        assert all(flags)
+    if not (marked_left or marked_right):
+        assert not any(flags) and (not is_safe(result) or isinstance(result, Markup))
+
+
+def test_markup_mod_escapes_arguments_of_safe_marked_text():
+    from jinjamark.markup import is_safe, markup_mod
+    template = call("safe", mark("<b>%s</b>"))
+    result = markup_mod(template, "<")
+    assert result == "<b>&lt;</b>" and is_safe(result) and all(marks.flags_of(result))
+    assert markup_mod("%s", "<") == "<"
+
+
+# ---------------------------------------------------------------------------- globals
+
+@pytest.mark.parametrize("source", [
+    "{{ range(5)|list }}", "{{ range(2, 9, 3)|list }}", "{{ range(5, 0, -2)|list }}",
+    "{{ range(3) }}", "{{ range(100000)|length }}", "{{ range(100001)|length }}",
+    "{{ range(0, 300000, 2)|length }}", "{{ range(0, 300000, 3)|length }}", "{{ range('x') }}",
+    "{{ range(1.5) }}", "{{ dict(a=1, b='x') }}", "{{ dict() }}", "{{ dict({'a': 1}, b=2) }}",
+    "{% set c = cycler('a', 'b') %}{{ c.next() }}{{ c.next() }}{{ c.next() }}{{ c.current }}",
+    "{% set c = cycler(1, 2) %}{{ c.next() }}{% set _ = c.reset() %}{{ c.next() }}",
+    "{{ cycler() }}", "{% set j = joiner('|') %}{% for x in 'abc' %}{{ j() }}{{ x }}{% endfor %}",
+    "{% set j = joiner() %}{{ j() }}{{ j() }}{{ j() }}",
+    "{% set ns = namespace(a=1, b=[2]) %}{% set ns.a = ns.a + 1 %}{{ ns.a }}{{ ns.b }}",
+    "{% set ns = namespace({'x': 'y'}) %}{{ ns.x }}", "{{ namespace(a=1).b }}|",
+    "{{ lipsum is callable }}", "{{ (lipsum(2, false)|wordcount) > 0 }}",
+])
+def test_global_works_as_in_jinja2(source):
+    assert_same(source, message=True)
+
+
+@pytest.mark.parametrize("args", ["", "2, false", "1, true, 3, 5", "3, false, 1, 2", "0",
+                                  "n=1, html=false, min=2, max=4"])
+def test_lipsum_writes_jinja2s_text_from_the_same_seed(args):
+    for seed in range(5):
+        source = f"{{{{ lipsum({args}) }}}}"
+        random.seed(seed)
+        theirs = JINJA.from_string(source).render()
+        random.seed(seed)
+        assert OURS.from_string(source).render() == theirs
