@@ -6,6 +6,7 @@ run-time errors.
 """
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 
@@ -80,9 +81,10 @@ def from_lark(exc, text: str, tags: dict, name: Optional[str], source: str) -> T
         tok = exc.token
         offset = tok.start_pos if tok.start_pos is not None else len(text)
         if tok.type == "$END":
-            message = "Unexpected end of template." + _looking_for(expected, tags)
+            offset = len(text)
+            message = "Unexpected end of template." + _looking_for(text, offset, tags)
         elif tok.type in tags:
-            message = f"Encountered unknown tag '{tags[tok.type]}'." + _looking_for(expected, tags)
+            message = f"Encountered unknown tag '{tags[tok.type]}'." + _looking_for(text, offset, tags)
         elif text.startswith(("{%", "{#"), offset):
             message = _unexpected_text(text, offset, expected, tags)
         else:
@@ -109,33 +111,37 @@ def _unexpected_text(text: str, offset: int, expected: set, tags: dict) -> str:
             return "Missing end of raw directive"
         if not word:
             return "tag name expected"
-        return f"Encountered unknown tag '{word}'." + _looking_for(expected, tags)
+        return f"Encountered unknown tag '{word}'." + _looking_for(text, offset, tags)
     if offset >= len(text):
-        return "Unexpected end of template." + _looking_for(expected, tags)
+        return "Unexpected end of template." + _looking_for(text, offset, tags)
     return f"unexpected char {text[offset]!r} at {offset}"
 
 
 # The order in which Jinja2 lists the tags that may continue or close each block.
 _CLOSERS = {"if": ("elif", "else", "endif"), "for": ("endfor", "else")}
+_TAG = re.compile(r"\{%[-+]?\s*(\w+)(.*?)[-+]?%\}|\{#.*?#\}|\{%[-+]?\s*raw\s*[-+]?%\}.*?endraw\s*[-+]?%\}", re.S)
 
 
-def _closing_tags(expected: set, tags: dict) -> tuple[str, list[str]]:
-    """The innermost open block, and the tags that may continue or close it."""
-    names = {tags[t] for t in expected if t in tags}
-    ends = sorted(n for n in names if n.startswith("end"))
-    if not ends:
-        return "", []
-    block = ends[0][3:]
-    order = _CLOSERS.get(block, ("end" + block,))
-    listed = [n for n in order if n in names]
-    listed += sorted(n for n in names if n.startswith("end") and n not in listed)
-    return block, listed
+def _innermost_block(text: str, offset: int, tags: dict) -> str:
+    """The innermost block still open at `offset`, by scanning the tags before it."""
+    names = set(tags.values())
+    stack: list[str] = []
+    for m in _TAG.finditer(text, 0, offset):
+        word, rest = m.group(1), m.group(2) or ""
+        if word is None:
+            continue
+        if word.startswith("end") and stack and stack[-1] == word[3:]:
+            stack.pop()
+        elif "end" + word in names and not (word == "set" and "=" in rest):
+            stack.append(word)
+    return stack[-1] if stack else ""
 
 
-def _looking_for(expected: set, tags: dict) -> str:
-    block, listed = _closing_tags(expected, tags)
-    if not listed:
+def _looking_for(text: str, offset: int, tags: dict) -> str:
+    block = _innermost_block(text, offset, tags)
+    if not block:
         return ""
+    listed = _CLOSERS.get(block, ("end" + block,))
     return (" Jinja was looking for the following tags: "
             + " or ".join(f"'{n}'" for n in listed)
             + f". The innermost block that needs to be closed is '{block}'.")

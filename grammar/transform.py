@@ -192,6 +192,9 @@ class AstBuilder(Transformer_NonRecursive):
     def tuple(self, meta, children):
         return ast.TupleLiteral(meta_span(meta), tuple(children))
 
+    def paren(self, meta, children):
+        return children[0]
+
     def empty_tuple(self, meta, children):
         return ast.TupleLiteral(meta_span(meta), ())
 

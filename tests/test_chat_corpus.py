@@ -43,9 +43,9 @@ def verdict(want: Outcome, got: Outcome) -> str | None:
     return None
 
 
-def first_difference(want: str, got: str) -> str:
+def first_difference(want: str, got: str, labels=("Jinja2", "jinjamark")) -> str:
     i = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
-    return f"char {i}: Jinja2 {want[max(0, i - 40):i + 40]!r} vs jinjamark {got[max(0, i - 40):i + 40]!r}"
+    return f"char {i}: {labels[0]} {want[max(0, i - 40):i + 40]!r} vs {labels[1]} {got[max(0, i - 40):i + 40]!r}"
 
 
 @pytest.mark.parametrize("name,source", TEMPLATES, ids=[n for n, _ in TEMPLATES])
@@ -58,9 +58,11 @@ def test_chat_template_renders_every_conversation_as_transformers(name, source):
             got = built if built.raised else outcome(render, built.value, fixture, agp)
             miss = verdict(want, got)
             if miss is None and not got.raised:
-                parts = render(built.value, fixture, agp, "render_parts")
-                if "".join(p.text for p in parts) != got.value:
-                    miss = "render_parts does not join to render()"
+                parts = outcome(render, built.value, fixture, agp, "render_parts")
+                if parts.raised:
+                    miss = f"render_parts raised {parts.describe()[:300]}"
+                elif (joined := "".join(p.text for p in parts.value)) != got.value:
+                    miss = f"render_parts does not join to render(): {first_difference(got.value, joined, ('render', 'parts'))}"
             if miss:
                 misses.append(f"{fname} agp={agp}: {miss}")
     assert not misses, f"{len(misses)}/{2 * len(CONVERSATIONS)} renders differ:\n" + "\n".join(misses)

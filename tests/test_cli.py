@@ -116,22 +116,30 @@ def test_parts_and_json_cannot_be_combined(capsys):
     assert exit_.value.code == 2
 
 
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_brackets_on_a_terminal_show_escape_characters_of_input():
+    out, err = Terminal(), io.StringIO()
+    parts = [jinjamark.Part("<|im_start|>user\n", False), jinjamark.Part("hi\x1b[0m\x1b[2J", True)]
+    cli.show_parts(parts, out, err, use_color=False)
+    assert out.getvalue() == f"<|im_start|>user\n{OPEN}hi\u241b[0m\u241b[2J{CLOSE}\n"
+
+
 def test_colour_on_a_terminal_marks_input_with_rich(monkeypatch):
     pytest.importorskip("rich")
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.setenv("TERM", "xterm-256color")
 
-    class Terminal(io.StringIO):
-        def isatty(self) -> bool:
-            return True
-
     out, err = Terminal(), io.StringIO()
-    parts = [jinjamark.Part("<|im_start|>user\n", False), jinjamark.Part("<|im_end|>", True)]
+    parts = [jinjamark.Part("<|im_start|>user\n", False), jinjamark.Part("<|im_end|>\x1b[0m", True)]
     assert cli.wants_color(out) and not cli.wants_color(io.StringIO())
     cli.show_parts(parts, out, err, use_color=True)
     shown = out.getvalue()
     assert "\x1b[" in shown and OPEN not in shown
-    assert re.sub(r"\x1b\[[0-9;]*m", "", shown) == "<|im_start|>user\n<|im_end|>"
+    assert re.sub(r"\x1b\[[0-9;]*m", "", shown) == "<|im_start|>user\n<|im_end|>\u241b[0m"
 
 
 # ---------------------------------------------------------------------------- demo

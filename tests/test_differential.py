@@ -118,21 +118,32 @@ RAW_BODIES = ["{{ x }}", "{% if %}", " a ", "\n{# c #}\n", ""]
 TYPED_NAMES = {"int": ["i", "j"], "str": ["s1", "s2"], "list": ["l1"], "dict": ["dd"]}
 
 
-_INDEX: dict[int, st.SearchStrategy] = {}
+class Choices:
+    """Decisions read from a byte string that Hypothesis draws once per example.
 
+    One draw per template instead of one per decision keeps generation cheap, and shrinking
+    still works: Hypothesis shortens and zeroes the bytes, and choice 0 is always the simplest
+    option (a missing byte reads as 0).
+    """
 
-def _index(size: int) -> st.SearchStrategy:
-    """A cached strategy for an index into `size` options (cheaper than sampled_from per draw)."""
-    if size not in _INDEX:
-        _INDEX[size] = st.integers(0, size - 1)
-    return _INDEX[size]
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def index(self, size: int) -> int:
+        if size <= 1:
+            return 0
+        width = 1 if size <= 256 else 2
+        chunk = self.data[self.pos:self.pos + width]
+        self.pos += width
+        return int.from_bytes(chunk, "big") % size if chunk else 0
 
 
 class TemplateBuilder:
     """Draws one template; `scopes` tracks which generated names are defined here."""
 
-    def __init__(self, draw, extensions=()):
-        self.draw = draw
+    def __init__(self, choices: Choices, extensions=()):
+        self.choices = choices
         self.extensions = extensions
         self.scopes: list[dict[str, str]] = [{}]
         self.loop_depth = 0
@@ -142,13 +153,13 @@ class TemplateBuilder:
 
     # -------------------------------------------------------------- drawing helpers
     def pick(self, options):
-        return options[self.draw(_index(len(options)))]
+        return options[self.choices.index(len(options))]
 
     def between(self, low: int, high: int) -> int:
-        return low + self.draw(_index(high - low + 1))
+        return low + self.choices.index(high - low + 1)
 
     def chance(self, percent: int) -> bool:
-        return self.draw(_index(100)) < percent
+        return self.choices.index(100) < percent
 
     def names(self, kind: str) -> list[str]:
         """Names of `kind` defined in the enclosing scopes (generated sets, loops, macro params)."""
@@ -364,7 +375,7 @@ class TemplateBuilder:
 
     def item(self, depth: int) -> str:
         kinds = ["text", "text", "text", "output", "output", "output", "comment"]
-        if depth > 0 and self.statements < 12:
+        if depth > 0 and self.statements < 8:
             kinds += ["if", "for", "set", "set", "block_set", "macro", "filter", "with", "namespace"]
             if self.macros and not self.in_macro:
                 kinds += ["call_macro", "call_block"]
@@ -534,7 +545,8 @@ def cases(draw, depth: int = 3):
     """(template source, environment options): the options first, so that tags can follow them."""
     opts = {name: draw(st.booleans()) for name in OPTION_NAMES}
     opts["extensions"] = draw(st.sampled_from(EXTENSION_SETS))
-    return TemplateBuilder(draw, opts["extensions"]).body(depth, 6), opts
+    choices = Choices(draw(st.binary(min_size=120, max_size=600)))
+    return TemplateBuilder(choices, opts["extensions"]).body(depth, 5), opts
 
 
 # ---------------------------------------------------------------------------- both engines
