@@ -155,10 +155,21 @@ class Tally:
         self.unsupported: set[str] = set()   # templates that raise where Jinja2 renders
 
 
+class Results:
+    """Everything one run found: correctness tallies and the timings of the agreeing cases."""
+
+    def __init__(self) -> None:
+        self.tally = {name: Tally() for name in ENGINES if name != "jinja2"}
+        self.warm: dict[str, list[float]] = {name: [] for name in [*ENGINES, "jinjamark parts"]}
+        self.cold: dict[str, list[float]] = {name: [] for name in ENGINES}
+        self.jinja2_raised = 0
+        self.timed_templates = 0
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
-                        help="every 8th template, 5 conversations, fewer repeats")
+                        help="every 8th template, every 4th conversation, fewer repeats")
     args = parser.parse_args(argv)
     repeat = 2 if args.quick else 5
 
@@ -173,86 +184,93 @@ def main(argv: Optional[list[str]] = None) -> int:
     jinjamark.chat_environment()  # builds (or loads) the Lark parser: once per process
     parser_time = time.perf_counter() - start
 
-    others = [e for e in ENGINES if e != "jinja2"]
-    tally = {name: Tally() for name in others}
-    warm: dict[str, list[float]] = {name: [] for name in ENGINES}
-    warm["jinjamark parts"] = []
-    cold: dict[str, list[float]] = {name: [] for name in ENGINES}
-    jinja2_raised = timed_templates = 0
     print(f"corpus {folder}: {len(templates)} templates x {len(conversations)} conversations",
           file=sys.stderr)
-
+    results = Results()
     for path in templates:
-        source = path.read_text(encoding="utf-8")
-        compiled = {}
-        for name, (fresh, compile_, _) in ENGINES.items():
-            compiled[name], error = attempt(lambda: compile_(fresh(), source))
-            if error is not None and name != "jinja2":
-                tally[name].uncompiled.add(path.stem)
-        first_ok = None
-        for fixture in conversations:
-            want, error = attempt(lambda: ENGINES["jinja2"][2](compiled["jinja2"], fixture))
-            if error is not None or compiled["jinja2"] is None:
-                jinja2_raised += 1
-                continue
-            agree = True
-            for name in others:
-                outcome = "raised"  # a template that does not compile raises on every case
-                if compiled[name] is not None:
-                    got, error = attempt(lambda: ENGINES[name][2](compiled[name], fixture))
-                    outcome = "raised" if error else "equal" if got == want else "differ"
-                setattr(tally[name], outcome, getattr(tally[name], outcome) + 1)
-                if outcome == "raised":
-                    tally[name].unsupported.add(path.stem)
-                agree = agree and outcome == "equal"
-            if not agree:
-                continue  # time only the cases every engine renders as Jinja2 does
-            first_ok = first_ok or fixture
-            for name, (_, _, render) in ENGINES.items():
-                warm[name].append(best_time(lambda: render(compiled[name], fixture), repeat))
-            warm["jinjamark parts"].append(
-                best_time(lambda: jinjamark_parts(compiled["jinjamark"], fixture), repeat))
-        if first_ok is not None:
-            timed_templates += 1
-            for name in ENGINES:
-                cold[name].append(cold_time(name, source, first_ok, max(1, repeat // 2)))
+        measure_template(path, conversations, repeat, results)
         print(".", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
-
-    report(templates, conversations, tally, jinja2_raised, timed_templates, cold, warm,
-           parser_time)
+    report(templates, conversations, results, parser_time)
     return 0
 
 
-def report(templates, conversations, tally, jinja2_raised, timed_templates, cold, warm,
-           parser_time) -> None:
+def measure_template(path: Path, conversations: list[dict], repeat: int, results: Results) -> None:
+    source = path.read_text(encoding="utf-8")
+    compiled = {}
+    for name, (fresh, compile_, _) in ENGINES.items():
+        compiled[name], error = attempt(lambda: compile_(fresh(), source))
+        if error is not None and name != "jinja2":
+            results.tally[name].uncompiled.add(path.stem)
+    first_ok = None
+    for fixture in conversations:
+        if not all_agree(path.stem, compiled, fixture, results):
+            continue  # time only the cases every engine renders as Jinja2 does
+        first_ok = first_ok or fixture
+        for name, (_, _, render) in ENGINES.items():
+            results.warm[name].append(best_time(lambda: render(compiled[name], fixture), repeat))
+        results.warm["jinjamark parts"].append(
+            best_time(lambda: jinjamark_parts(compiled["jinjamark"], fixture), repeat))
+    if first_ok is not None:
+        results.timed_templates += 1
+        for name in ENGINES:
+            results.cold[name].append(cold_time(name, source, first_ok, max(1, repeat // 2)))
+
+
+def all_agree(stem: str, compiled: dict, fixture: dict, results: Results) -> bool:
+    """Render one case with every engine and tally; True when all give Jinja2's text."""
+    if compiled["jinja2"] is None:
+        results.jinja2_raised += 1
+        return False
+    want, error = attempt(lambda: ENGINES["jinja2"][2](compiled["jinja2"], fixture))
+    if error is not None:
+        results.jinja2_raised += 1
+        return False
+    agree = True
+    for name, tally in results.tally.items():
+        outcome = "raised"  # a template that does not compile raises on every case
+        if compiled[name] is not None:
+            got, error = attempt(lambda: ENGINES[name][2](compiled[name], fixture))
+            outcome = "raised" if error else "equal" if got == want else "differ"
+        setattr(tally, outcome, getattr(tally, outcome) + 1)
+        if outcome == "raised":
+            tally.unsupported.add(stem)
+        agree = agree and outcome == "equal"
+    return agree
+
+
+def report(templates: list, conversations: list, results: Results, parser_time: float) -> None:
     cases = len(templates) * len(conversations)
     print(f"{len(templates)} templates x {len(conversations)} conversations = {cases} cases "
-          f"(add_generation_prompt=True); Jinja2 raises on {jinja2_raised} (left out)")
-    for name, t in tally.items():
-        print(f"{name:>10}: {t.equal} cases equal to Jinja2, {t.differ} differ, {t.raised} raise; "
-              f"{len(t.unsupported | t.uncompiled)} of {len(templates)} templates unsupported "
-              f"({len(t.uncompiled)} do not compile, the others raise on some conversation)")
-    if "minijinja" not in tally:
+          f"(add_generation_prompt=True); Jinja2 raises on {results.jinja2_raised} (left out)")
+    for name, t in results.tally.items():
+        unsupported = t.unsupported | t.uncompiled
+        line = (f"{name:>10}: {t.equal} cases equal to Jinja2, {t.differ} differ, {t.raised} raise; "
+                f"{len(unsupported)} of {len(templates)} templates unsupported")
+        if unsupported:
+            line += (f" ({len(t.uncompiled)} do not compile, {len(unsupported - t.uncompiled)} "
+                     f"raise on some conversation)")
+        print(line)
+    if "minijinja" not in results.tally:
         print("minijinja: not installed (pip install minijinja), left out")
-    print(f"timed: {len(warm['jinja2'])} render cases and {timed_templates} templates that every "
-          f"engine renders exactly as Jinja2")
+    print(f"timed: {len(results.warm['jinja2'])} render cases and {results.timed_templates} "
+          f"templates that every engine renders exactly as Jinja2")
     print(f"jinjamark parser build or load, once per process: {parser_time * 1e3:.1f} ms")
-    if not warm["jinja2"]:
-        return
-    print()
-    engines = [n for n in ENGINES]
-    print(f"{'median time':<28}" + "".join(f"{n:>14}" for n in engines))
-    for label, data in (("compile + first render", cold), ("warm render", warm)):
-        print(f"{label:<28}" + "".join(f"{ms(statistics.median(data[n])):>14}" for n in engines))
-    print()
-    print(f"{'median of per-case ratios':<28}" + "".join(
-        f"{'jinjamark/' + n:>22}" for n in engines if n != "jinjamark"))
-    for label, data in (("compile + first render", cold), ("warm render", warm)):
-        print(f"{label:<28}" + "".join(f"{ratio(data['jinjamark'], data[n]):>22}"
-                                       for n in engines if n != "jinjamark"))
+    if results.warm["jinja2"]:
+        timing_tables(results)
+
+
+def timing_tables(results: Results) -> None:
+    rows = (("compile + first render", results.cold), ("warm render", results.warm))
+    others = [n for n in ENGINES if n != "jinjamark"]
+    print(f"\n{'median time':<28}" + "".join(f"{n:>14}" for n in ENGINES))
+    for label, data in rows:
+        print(f"{label:<28}" + "".join(f"{ms(statistics.median(data[n])):>14}" for n in ENGINES))
+    print(f"\n{'median of per-case ratios':<28}" + "".join(f"{'jinjamark/' + n:>22}" for n in others))
+    for label, data in rows:
+        print(f"{label:<28}" + "".join(f"{ratio(data['jinjamark'], data[n]):>22}" for n in others))
     print(f"\njinjamark render_parts / render (warm), median ratio: "
-          f"{ratio(warm['jinjamark parts'], warm['jinjamark'])}")
+          f"{ratio(results.warm['jinjamark parts'], results.warm['jinjamark'])}")
 
 
 def ms(seconds: float) -> str:

@@ -77,6 +77,12 @@ def from_lark(exc, text: str, tags: dict, name: Optional[str], source: str) -> T
     from lark.exceptions import UnexpectedToken
 
     expected = set(getattr(exc, "expected", ()) or getattr(exc, "allowed", ()) or ())
+    history = getattr(exc, "token_history", None) or ()
+    last = history[-1] if history else None
+    if last is not None and last.type == "RBRACE" and not text.startswith("}", last.end_pos):
+        # `{{ x }` then something else: the lone brace is the mistake, not what follows it
+        line, column = position(text, last.start_pos)
+        return TemplateSyntaxError("unexpected '}'", name=name, lineno=line, column=column, source=source)
     if isinstance(exc, UnexpectedToken):
         tok = exc.token
         offset = tok.start_pos if tok.start_pos is not None else len(text)

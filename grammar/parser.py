@@ -57,7 +57,7 @@ class Parser:
         if cache_dir and not strict:
             os.makedirs(cache_dir, exist_ok=True)
             options["cache"] = os.path.join(cache_dir, f"lark-{_digest(self.grammar)}.cache")
-        self.lark = Lark(self.grammar, **options)
+        self.lark = _build(self.grammar, options, strict)
         rules: dict[str, Callable] = {}
         for s in syntaxes:
             rules.update(s.rules)
@@ -88,6 +88,23 @@ class Parser:
             raise from_lark(e, text, self.tags, name, source) from None
         except LarkError as e:
             raise TemplateSyntaxError(str(e), name=name, lineno=1, column=1, source=source) from None
+
+
+_build_lock = threading.Lock()
+
+
+def _build(grammar: str, options: dict, strict: bool) -> Lark:
+    """Build a Lark parser. Outside strict mode, skip Lark's terminal-collision analysis: when
+    `interegular` happens to be installed it costs more than half of every build, and the
+    grammar's collisions are checked once, by the strict-mode test."""
+    import lark.lexer as lexer_module
+    with _build_lock:
+        saved = lexer_module.has_interegular
+        lexer_module.has_interegular = saved and strict
+        try:
+            return Lark(grammar, **options)
+        finally:
+            lexer_module.has_interegular = saved
 
 
 def _without_trailing_newline(source: str) -> str:

@@ -5,6 +5,7 @@ Lark `Token`s and `Meta` stop here: nodes get plain `str` values and `Span`s.
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any, Callable
 
 from lark import Token, Transformer_NonRecursive, v_args
@@ -36,8 +37,12 @@ def decode_string(tok: Token) -> str:
     would otherwise read them as Latin-1 bytes.
     """
     body = normalize_newlines(tok[1:-1])
+    if "\\" not in body:
+        return body
     try:
-        return body.encode("ascii", "backslashreplace").decode("unicode-escape")
+        with warnings.catch_warnings():  # Python warns about unknown escapes; Jinja2 keeps them
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return body.encode("ascii", "backslashreplace").decode("unicode-escape")
     except UnicodeDecodeError as e:
         raise TemplateSyntaxError(f"invalid escape in string literal: {e.reason}",
                                   lineno=tok.line, column=tok.column) from None

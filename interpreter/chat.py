@@ -70,9 +70,9 @@ class ChatTemplate:
 
     def __init__(self, source: str, special_tokens: Optional[dict[str, Any]] = None,
                  now: Optional[Callable[[], datetime]] = None,
-                 environment: Optional[Environment] = None) -> None:
+                 environment: Optional[Environment] = None, name: Optional[str] = None) -> None:
         self.environment = environment or _shared_environment()
-        self.template = self.environment.from_string(source)
+        self.template = self.environment.from_string(source, name)
         self.special_tokens = dict(special_tokens or {})
         self.overlay: dict[str, Any] = {}
         if now is not None:

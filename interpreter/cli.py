@@ -13,7 +13,6 @@ import argparse
 import json
 import sys
 from importlib import resources
-from pathlib import Path
 from typing import Any, Optional, Sequence, TextIO
 
 from .chat import ChatTemplate
@@ -94,18 +93,14 @@ def render_command(args: argparse.Namespace) -> int:
         source, name = read_text(args.template), args.template
         fixture = load_conversation(args.conversation)
 
-    kwargs = dict(fixture.get("kwargs") or {})
-    kwargs.update(parse_var(item) for item in args.var)
-    call = (fixture["messages"],)
-    options = dict(tools=fixture.get("tools"), documents=fixture.get("documents"),
-                   add_generation_prompt=args.add_generation_prompt, **kwargs)
+    messages, options = chat_arguments(fixture, args)
     try:
         template = ChatTemplate(source, special_tokens={"bos_token": args.bos,
                                                         "eos_token": args.eos})
         if args.parts or args.json:
-            parts = template.render_parts(*call, **options)
+            parts = template.render_parts(messages, **options)
         else:
-            sys.stdout.write(template.render(*call, **options))
+            sys.stdout.write(template.render(messages, **options))
             return 0
     except TemplateError as error:
         if error.name is None:  # ChatTemplate compiles without a name: say which file it was
@@ -119,6 +114,22 @@ def render_command(args: argparse.Namespace) -> int:
     else:
         show_parts(parts, sys.stdout, sys.stderr, use_color=wants_color(sys.stdout))
     return 0
+
+
+def chat_arguments(fixture: dict, args: argparse.Namespace) -> tuple[Any, dict]:
+    """The conversation's messages and ChatTemplate.render's keyword arguments.
+
+    `kwargs` from the file, then `--var`s; a variable named like an argument of `render`
+    (`messages`, `tools`, `documents`, `add_generation_prompt`) replaces that argument.
+    """
+    variables = dict(fixture.get("kwargs") or {})
+    variables.update(parse_var(item) for item in args.var)
+    messages = variables.pop("messages", fixture["messages"])
+    options = {"tools": variables.pop("tools", fixture.get("tools")),
+               "documents": variables.pop("documents", fixture.get("documents")),
+               "add_generation_prompt": variables.pop("add_generation_prompt",
+                                                      args.add_generation_prompt)}
+    return messages, {**options, **variables}
 
 
 def parse_var(item: str) -> tuple[str, Any]:

@@ -57,9 +57,11 @@ def do_round(value: Any, precision: int = 0, method: str = "common") -> float:
 @pass_environment
 def do_attr(env: Any, obj: Any, name: Any) -> Any:
     """`obj.name`, but undefined (never obj['name']) when `obj` has no such attribute."""
+    if not isinstance(name, str):
+        raise TypeError(f"attribute name must be string, not {type(name).__name__!r}")
     if isinstance(obj, Undefined):  # Jinja2 asks the undefined itself, which fails (or chains)
         return env.getattr(obj, name)
-    if isinstance(name, str) and not name.startswith("_") and not _has_attribute(obj, name):
+    if not name.startswith("_") and not _has_attribute(obj, name):
         return env.undefined(obj=obj, name=name)
     return env.getattr(obj, name)
 

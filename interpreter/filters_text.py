@@ -14,7 +14,7 @@ from . import marks
 from .environment_tools import pass_environment
 from .filters_support import FilterArgumentError, text
 from .formatting import percent_format
-from .markup import Markup
+from .markup import Markup, is_safe, markup_mod
 from .methods import STR_METHODS
 
 
@@ -70,8 +70,8 @@ def do_format(value: Any, *args: Any, **kwargs: Any) -> str:
     if args and kwargs:
         raise FilterArgumentError("can't handle positional and keyword arguments at the same time")
     fmt = text(value)
-    if isinstance(fmt, Markup):
-        return fmt % (kwargs or args)
+    if is_safe(fmt):  # Markup, or safe marked text: the arguments are escaped
+        return markup_mod(fmt, kwargs or args)
     return percent_format(fmt, kwargs or args)
 
 

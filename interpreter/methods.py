@@ -24,9 +24,16 @@ from .markup import Markup
 def _same_method(name: str) -> Callable:
     """The receiver's own method: Marked's keeps marks, Markup's keeps safety, str's is str's."""
     def call(receiver: str, *args: Any, **kwargs: Any) -> Any:
+        if kwargs and marks.is_marked(receiver):
+            _check_arguments(name, args, kwargs)
         return getattr(receiver, name)(*args, **kwargs)
     call.__name__ = name
     return call
+
+
+def _check_arguments(name: str, args: tuple, kwargs: dict) -> None:
+    """Refuse what str's method refuses (Marked's methods also take keywords: `strip(chars=)`)."""
+    getattr(str, name)("", *args, **kwargs)
 
 
 def _str_format(receiver: str, *args: Any, **kwargs: Any) -> str:
@@ -45,13 +52,13 @@ def _str_format_map(receiver: str, *args: Any, **kwargs: Any) -> str:
     return Markup(text) if escaping else text
 
 
-def _str_join(receiver: str, iterable: Any) -> str:
+def _str_join(receiver: str, iterable: Any, /) -> str:
     if isinstance(receiver, Markup):
         return receiver.join(iterable)
     return marks.join(receiver, iterable)
 
 
-def _str_replace(receiver: str, old: str, new: str, count: int = -1) -> str:
+def _str_replace(receiver: str, old: str, new: str, count: int = -1, /) -> str:
     if isinstance(receiver, Markup):
         return receiver.replace(old, new, count)
     str.replace("", old, new, count)  # Python's own argument checks
@@ -60,7 +67,7 @@ def _str_replace(receiver: str, old: str, new: str, count: int = -1) -> str:
 
 def _padding(left_of: Callable[[int, int], int], name: str) -> Callable:
     """center/ljust/rjust: the receiver sits unchanged between runs of the fill character."""
-    def pad(receiver: str, width: int, fillchar: str = " ") -> str:
+    def pad(receiver: str, width: int, fillchar: str = " ", /) -> str:
         if isinstance(receiver, Markup):
             return getattr(receiver, name)(width, fillchar)
         text = getattr(str, name)(marks.plain(receiver), width, fillchar)
@@ -73,7 +80,7 @@ def _padding(left_of: Callable[[int, int], int], name: str) -> Callable:
     return pad
 
 
-def _str_translate(receiver: str, table: Any) -> str:
+def _str_translate(receiver: str, table: Any, /) -> str:
     if isinstance(receiver, Markup):
         return receiver.translate(table)
     return marks.taint(str.translate(marks.plain(receiver), table), receiver, table)
@@ -96,8 +103,19 @@ _STR_SPECIAL: dict[str, Callable] = {
     "maketrans": _str_maketrans,
 }
 
+
+def _strict(name: str, method: Callable) -> Callable:
+    """`method` refusing keyword arguments exactly where str's own method refuses them."""
+    def call(receiver: str, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            _check_arguments(name, args, kwargs)
+        return method(receiver, *args, **kwargs)
+    call.__name__ = name
+    return call
+
+
 STR_METHODS: dict[str, Callable] = {
-    name: _STR_SPECIAL.get(name) or _same_method(name)
+    name: _strict(name, _STR_SPECIAL[name]) if name in _STR_SPECIAL else _same_method(name)
     for name in dir(str) if not name.startswith("_")
 }
 MARKUP_METHODS: dict[str, Callable] = {

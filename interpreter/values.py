@@ -83,9 +83,11 @@ def get_attribute(obj: Any, name: Any, undefined: type, mutable: bool = False) -
     if isinstance(obj, Undefined):
         return obj.attribute(name)
     if isinstance(name, str):
-        if name.startswith("_"):
-            return undefined(obj=obj, name=name)
-        found = _attribute(obj, name, undefined, mutable)
+        if name.startswith("_") and hasattr(type(obj), name):
+            # A Python internal (`__class__`, `__init__`): as Jinja2's sandbox, an undefined
+            # that raises SecurityError when used. Its value is never looked at.
+            return unsafe_attribute(undefined, obj, name)
+        found = _ABSENT if name.startswith("_") else _attribute(obj, name, undefined, mutable)
         if found is not _ABSENT:
             return found
     try:
@@ -102,6 +104,8 @@ def get_item(obj: Any, key: Any, undefined: type, mutable: bool = False) -> Any:
         return _item(obj, key)
     except (LookupError, TypeError):
         pass
+    if isinstance(key, str) and key.startswith("_") and hasattr(type(obj), key):
+        return unsafe_attribute(undefined, obj, key)
     if isinstance(key, str) and not key.startswith("_"):
         found = _attribute(obj, key, undefined, mutable)
         if found is not _ABSENT:

@@ -74,6 +74,15 @@ def test_var_that_is_not_json_is_a_plain_string(tmp_path, capsys):
     assert (status, out) == (0, "hello world|42|2")
 
 
+def test_var_named_like_a_render_argument_replaces_it(tmp_path, capsys):
+    template = tmp_path / "t.jinja"
+    template.write_text("{{ tools | length }} {{ messages | length }} {{ add_generation_prompt }}",
+                        encoding="utf-8")
+    status, out, _ = run(capsys, "render", template, INJECTION, "--var", 'tools=[{"name": "x"}]',
+                         "--var", "messages=[]", "--var", "add_generation_prompt=true")
+    assert (status, out) == (0, "1 0 True")
+
+
 def test_bos_and_eos_tokens_can_be_set(tmp_path, capsys):
     template = tmp_path / "t.jinja"
     template.write_text("{{ bos_token }}{{ messages[0].content }}{{ eos_token }}", encoding="utf-8")

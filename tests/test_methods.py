@@ -51,6 +51,11 @@ STRING_CASES = [
     "{{ '{}'.format(missing) }}|", "{{ '{}'.format(none) }}", "{{ '{}'.format([1, 'a']) }}",
     "{{ '{:%}'.format('x') }}", "{{ '{0[0]}'.format(l) }}", "{{ '{0[5]}'.format(l) }}|",
     "{{ html.format() }}", "{{ ('<i>{}</i>'|safe).format(html) }}",
+    # keyword arguments only where str's methods take them
+    "{{ csv.replace('a', 'x', count=1) }}", "{{ pad.strip(chars=' ') }}", "{{ csv.split(sep=',') }}",
+    "{{ csv.rsplit(maxsplit=1, sep=',') }}", "{{ s.center(width=20) }}", "{{ ','.join(iterable=l) }}",
+    "{{ s.startswith(prefix='H') }}", "{{ 'a\nb'.splitlines(keepends=true) }}",
+    "{{ s.expandtabs(tabsize=2) }}", "{{ s.encode(encoding='ascii') }}", "{{ s.translate(table={}) }}",
 ]
 CONTAINER_CASES = [
     "{{ l.index(1) }}", "{{ l.count(3) }}", "{{ l.copy() }}", "{{ l.index(9) }}",

@@ -39,9 +39,9 @@ def environment_for(v: dict):
     return env
 
 
-def render_vector(v: dict, method: str = "render"):
+def render_vector(v: dict, method: str = "render", prepare=lambda context: context):
     template = environment_for(v).from_string(v["template"])
-    return getattr(template, method)(**copy.deepcopy(v.get("context") or {}))
+    return getattr(template, method)(**prepare(copy.deepcopy(v.get("context") or {})))
 
 
 def vector_outcome(vid: str, v: dict) -> Outcome:
@@ -60,14 +60,16 @@ def agrees_with_jinja2(v: dict, got: Outcome) -> bool:
 def test_vector_renders_as_jinja2(vid, v):
     got = vector_outcome(vid, v)
     if v.get("jinja2_error"):
-        assert isinstance(got.error, jinjamark.TemplateError), (
-            f"Jinja2 raised {v['jinja2_error']}; jinjamark gave {got.describe()}")
+        ok = isinstance(got.error, jinjamark.TemplateError)
+        assert ok, f"Jinja2 raised {v['jinja2_error']}; jinjamark gave {got.describe()}"
         return
     if got.raised:
-        raise AssertionError(f"jinjamark raised on a template Jinja2 renders") from got.error
+        raise AssertionError("jinjamark raised on a template Jinja2 renders") from got.error
     assert got.value == v["jinja2_expected"]
     parts = render_vector(v, "render_parts")
     assert "".join(p.text for p in parts) == got.value, "render_parts must join to render()"
+    marked = render_vector(v, "render_parts", jinjamark.mark_input)
+    assert "".join(p.text for p in marked) == got.value, "marking the context as input changed the text"
 
 
 def test_every_vector_agrees_with_jinja2():
