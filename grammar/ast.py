@@ -289,8 +289,9 @@ def nodes_in(value: object):
 
 
 def walk(node: object):
-    """Every node under `node` (itself included), without recursion."""
-    stack = [node]
+    """Every node under `node` (itself included; a tuple of nodes works too), without recursion."""
+    stack = list(nodes_in(node)) if isinstance(node, tuple) else [node]
+    stack.reverse()
     while stack:
         current = stack.pop()
         yield current

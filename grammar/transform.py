@@ -65,6 +65,7 @@ class AstBuilder(Transformer_NonRecursive):
         super().__init__(visit_tokens=False)
         self.source = source
         self.options = options
+        self._bare_tests: set[int] = set()  # ids of `x is name` tests with no arguments at all
 
     # ------------------------------------------------------------------ structure
     def start(self, meta, children):
@@ -121,6 +122,10 @@ class AstBuilder(Transformer_NonRecursive):
 
     def for_stmt(self, meta, children):
         target, iterable, *rest = children
+        inside = [target] + [part for part in rest if isinstance(part, (tuple, ast.Node))]
+        if any(type(n) is ast.NameTarget and n.name == "loop" for n in ast.walk(tuple(inside))):
+            raise TemplateSyntaxError("Can't assign to special loop variable in for-loop target",
+                                      lineno=meta.line, column=meta.column)
         condition, recursive, otherwise = None, False, ()
         body = None
         for part in rest:
@@ -198,6 +203,7 @@ class AstBuilder(Transformer_NonRecursive):
         return ast.TupleLiteral(meta_span(meta), tuple(children))
 
     def paren(self, meta, children):
+        self._bare_tests.discard(id(children[0]))  # `(x is a) is b` is fine
         return children[0]
 
     def empty_tuple(self, meta, children):
@@ -243,16 +249,28 @@ class AstBuilder(Transformer_NonRecursive):
         args = children[2] if len(children) > 2 else ast.NO_ARGUMENTS
         return ast.Filter(meta_span(meta), value, name, args)
 
+    def filter_call(self, meta, children):
+        """`x|attr('upper')()`: a filter with arguments whose result is called."""
+        value, name, args, call_args = children
+        span = meta_span(meta)
+        return ast.Call(span, ast.Filter(span, value, name, args), call_args)
+
     def test(self, meta, children):
         value, *rest = children
         negated = isinstance(rest[0], Token) and rest[0].type == "NOT"
         if negated:
             rest = rest[1:]
         name = rest[0]
+        if id(value) in self._bare_tests:
+            raise TemplateSyntaxError("You cannot chain multiple tests with is",
+                                      lineno=meta.line, column=meta.column)
         args = ast.NO_ARGUMENTS
         if len(rest) > 1:
             args = rest[1] if isinstance(rest[1], ast.Arguments) else ast.Arguments(args=(rest[1],))
-        return ast.Test(meta_span(meta), value, name, args, negated)
+        node = ast.Test(meta_span(meta), value, name, args, negated)
+        if len(rest) == 1:
+            self._bare_tests.add(id(node))
+        return node
 
     def dotted_name(self, meta, children):
         return ".".join(children)
@@ -287,6 +305,9 @@ class AstBuilder(Transformer_NonRecursive):
                                               lineno=meta.line, column=meta.column)
                 args.append(value)
             elif kind == "keyword":
+                if value[0] in (k for k, _ in kwargs):
+                    raise TemplateSyntaxError(f"keyword argument repeated: {value[0]}",
+                                              lineno=meta.line, column=meta.column)
                 if dstar is not None:
                     raise TemplateSyntaxError("invalid syntax for function call expression",
                                               lineno=meta.line, column=meta.column)
@@ -343,6 +364,11 @@ class AstBuilder(Transformer_NonRecursive):
 
 def check_params(params: list, meta: Any) -> tuple:
     seen_default = False
+    names = [p.name for p in params]
+    for name in names:
+        if names.count(name) > 1:
+            raise TemplateSyntaxError(f"duplicate argument {name!r} in a macro or call signature",
+                                      lineno=meta.line, column=meta.column)
     for p in params:
         if p.default is not None:
             seen_default = True

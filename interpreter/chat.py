@@ -96,6 +96,13 @@ class ChatTemplate:
         ctx = self.context(messages, tools, documents, add_generation_prompt, **kwargs)
         return self.template.render_with(ctx, self.overlay)
 
+    def encode(self, messages: Any, tokenizer: Any, tools: Any = None, documents: Any = None,
+               add_generation_prompt: bool = False, **kwargs: Any) -> list[int]:
+        """Token ids of the rendered prompt; special tokens are parsed in template text only."""
+        from .tokenizers import encode
+        parts = self.render_parts(messages, tools, documents, add_generation_prompt, **kwargs)
+        return encode(parts, tokenizer)
+
     def render_parts(self, messages: Any, tools: Any = None, documents: Any = None,
                      add_generation_prompt: bool = False, **kwargs: Any) -> list[Part]:
         ctx = self.context(messages, tools, documents, add_generation_prompt, marked=True, **kwargs)

@@ -74,7 +74,50 @@ def build_parser() -> argparse.ArgumentParser:
                         help="render a bundled real chat template (Qwen2.5-Instruct) with a "
                              "conversation that tries special-token injection, showing its parts")
     render.set_defaults(command=render_command)
+
+    tokens = commands.add_parser(
+        "tokens", help="render and tokenize, parsing special tokens in template text only",
+        description="Render TEMPLATE with CONVERSATION.json and print the token ids as JSON. "
+                    "Special tokens are recognised only where the template wrote them; "
+                    "the same text typed by a user is encoded as ordinary characters.")
+    tokens.add_argument("template", metavar="TEMPLATE", help="a Jinja chat template file")
+    tokens.add_argument("conversation", metavar="CONVERSATION.json",
+                        help='JSON object with "messages" and optional "tools", "documents", "kwargs"')
+    tokens.add_argument("--tokenizer", required=True, metavar="TOKENIZER.json",
+                        help="a tokenizers JSON file (needs: pip install 'jinjamark[hf]')")
+    tokens.add_argument("--add-generation-prompt", action="store_true")
+    tokens.add_argument("--var", action="append", default=[], metavar="NAME=JSON")
+    tokens.add_argument("--bos", default="<s>", metavar="TOKEN")
+    tokens.add_argument("--eos", default="</s>", metavar="TOKEN")
+    tokens.set_defaults(command=tokens_command)
     return parser
+
+
+def tokens_command(args: argparse.Namespace) -> int:
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise UsageError("the tokens command needs the tokenizers package: "
+                         "pip install 'jinjamark[hf]'") from None
+    from .tokenizers import encode, special_tokens
+    try:
+        tokenizer = Tokenizer.from_file(args.tokenizer)
+    except Exception as error:  # tokenizers raises its own Exception type for bad files
+        raise UsageError(f"cannot load {args.tokenizer}: {error}") from None
+    source = read_text(args.template)
+    messages, options = chat_arguments(load_conversation(args.conversation), args)
+    template = ChatTemplate(source, special_tokens={"bos_token": args.bos, "eos_token": args.eos},
+                            name=args.template)
+    parts = template.render_parts(messages, **options)
+    ids = encode(parts, tokenizer)
+    specials = set(special_tokens(tokenizer).values())
+    plain = tokenizer.encode("".join(p.text for p in parts), add_special_tokens=False).ids
+    json.dump(ids, sys.stdout)
+    sys.stdout.write("\n")
+    print(f"{len(ids)} tokens, {sum(i in specials for i in ids)} special "
+          f"(encoding the flat string would give {sum(i in specials for i in plain)} special)",
+          file=sys.stderr)
+    return 0
 
 
 # ---------------------------------------------------------------------------- render

@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 from .grammar import ast
 from .grammar.parser import get_parser
 from .grammar.whitespace import Options
-from .errors import TemplateAssertionError, TemplateRuntimeError
+from .errors import TemplateAssertionError, TemplateError, TemplateRuntimeError
 from .evaluator import CORE_HANDLERS, Evaluator, LoopSignal
 from .ext import Extension, resolve
 from .limits import DEFAULT_LIMITS, Limits
@@ -40,8 +40,11 @@ class Environment:
         self.filters: dict[str, Callable] = dict(FILTERS)
         self.tests: dict[str, Callable] = dict(TESTS)
         self.globals: dict[str, Any] = dict(GLOBALS)
+        self.newline_sequence = "\n"
         self.policies: dict[str, Any] = {"json.dumps_function": None,
-                                         "json.dumps_kwargs": {"sort_keys": True}}
+                                         "json.dumps_kwargs": {"sort_keys": True},
+                                         "truncate.leeway": 5, "urlize.rel": "noopener",
+                                         "urlize.target": None, "urlize.extra_schemes": None}
         self.handlers = dict(CORE_HANDLERS)
         for ext in self.extensions:
             self.handlers.update(ext.handlers)
@@ -68,6 +71,13 @@ class Environment:
     def parse(self, source: str, name: Optional[str] = None) -> ast.Template:
         tree = self._parser.parse(source, name, self.options, self.limits.max_nesting)
         self._check(tree, name, source)
+        for ext in self.extensions:
+            if ext.validate is not None:
+                try:
+                    ext.validate(tree)
+                except TemplateError as e:
+                    e.locate(e.lineno or 1, e.column or 1, name, source)
+                    raise
         return tree
 
     def from_string(self, source: str, name: Optional[str] = None) -> "Template":

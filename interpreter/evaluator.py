@@ -65,6 +65,7 @@ class Evaluator:
 
     def runtime_error(self, e: Exception, node: Any) -> TemplateRuntimeError:
         message = str(e) if not isinstance(e, KeyError) else f"key {e}"
+        message = message.replace("'Marked'", "'str'")  # our str subclass is a str to users
         error = TemplateRuntimeError(message or type(e).__name__)
         error.locate(node.span.line, node.span.column, self.name, self.source)
         return error

@@ -4,9 +4,12 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable
 
+from . import marks
 from .grammar import ast
 from .errors import SecurityError, TemplateError, TemplateRuntimeError
-from .marks import Marked, concat, taint
+from .formatting import percent_format
+from .markup import is_safe, markup_add, markup_mod
+from .marks import Marked, concat
 from .undefined import Undefined
 from .values import get_attribute, get_item, to_string
 
@@ -37,6 +40,9 @@ def eval_getattr(ev, node: ast.GetAttr, scope):
 
 def eval_getitem(ev, node: ast.GetItem, scope):
     obj = ev.eval(node.obj, scope)
+    if type(node.key) is ast.Slice:  # Jinja2 slices with plain Python subscription
+        key = ev.eval(node.key, scope)
+        return marks.getitem(obj, key) if isinstance(obj, str) else obj[key]
     return get_item(obj, ev.eval(node.key, scope), ev.undefined, ev.mutable)
 
 
@@ -96,9 +102,6 @@ def eval_test(ev, node: ast.Test, scope):
 
 # ---------------------------------------------------------------------------- operators
 
-def _string_format(left: Any, right: Any) -> Any:
-    return taint(left % right, left, right)
-
 
 BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "+": operator.add,
@@ -114,8 +117,10 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
 def eval_binary(ev, node: ast.Binary, scope):
     left = ev.eval(node.left, scope)
     right = ev.eval(node.right, scope)
+    if node.op == "+" and (is_safe(left) or is_safe(right)):
+        return markup_add(left, right)  # safe text escapes what is added to it
     if node.op == "%" and isinstance(left, str):
-        return _string_format(left, right)
+        return markup_mod(left, right) if is_safe(left) else percent_format(left, right)
     if node.op == "**":
         ev.env.limits.check_power(left, right)
     elif node.op == "*":

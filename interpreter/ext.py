@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from .grammar import ast
+from .grammar.errors import TemplateSyntaxError
 from .grammar.parser import Syntax, extension_grammar
 from .grammar.transform import meta_span
 from .evaluator import LoopSignal
@@ -25,6 +26,7 @@ class Extension:
     grammar:  a Lark fragment; `%extend _statement: my_stmt` adds a statement.
     rules:    rule name -> `builder(meta, children)` returning an AST node.
     handlers: AST node class -> `handler(evaluator, node, scope)`.
+    validate: called with each parsed template; raises TemplateSyntaxError to refuse it.
     """
     name: str
     grammar: str = ""
@@ -34,6 +36,7 @@ class Extension:
     tests: Mapping[str, Callable] = field(default_factory=dict)
     globals: Mapping[str, Any] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
+    validate: Callable[[ast.Template], None] | None = None
 
     @property
     def syntax(self) -> Syntax | None:
@@ -60,6 +63,28 @@ def _continue(ev, node, scope):
     raise LoopSignal(stop=False)
 
 
+# Bodies that Jinja2 compiles into functions of their own: a loop outside them does not count.
+FUNCTION_BODIES = {ast.Macro: "body", ast.CallBlock: "body"}
+
+
+def _check_loop_controls(tree: ast.Template) -> None:
+    """`break` and `continue` only inside a for loop's body, as Jinja2's compiled Python demands."""
+    stack: list[tuple[Any, bool]] = [(tree, False)]
+    while stack:
+        node, in_loop = stack.pop()
+        kind = type(node)
+        if kind in (Break, Continue) and not in_loop:
+            word = "break" if kind is Break else "continue"
+            raise TemplateSyntaxError(f"'{word}' is only allowed inside a for loop",
+                                      lineno=node.span.line, column=node.span.column)
+        function_body = FUNCTION_BODIES.get(kind) or getattr(kind, "jinja_function_field", None)
+        for field in getattr(kind, "__dataclass_fields__", ()):
+            if field == "span":
+                continue
+            inner = (in_loop or (kind is ast.For and field == "body")) and field != function_body
+            stack.extend((child, inner) for child in ast.nodes_in(getattr(node, field)))
+
+
 LOOPCONTROLS = Extension(
     name="loopcontrols",
     grammar=extension_grammar("loopcontrols.lark"),
@@ -67,6 +92,7 @@ LOOPCONTROLS = Extension(
            "continue_stmt": lambda meta, children: Continue(meta_span(meta))},
     handlers={Break: _break, Continue: _continue},
     aliases=("jinja2.ext.loopcontrols",),
+    validate=_check_loop_controls,
 )
 
 
@@ -93,7 +119,8 @@ DO = Extension(
 class Generation(ast.Stmt):
     """`{% generation %}body{% endgeneration %}`: renders its body unchanged."""
     body: tuple
-    jinja_inner_fields = ("body",)  # a call block in Jinja2: its body is a new frame
+    jinja_inner_fields = ("body",)  # a call block in Jinja2: its body is a new frame ...
+    jinja_function_field = "body"   # ... and a function of its own
 
 
 GENERATION = Extension(

@@ -27,11 +27,14 @@ def to_string(value: Any) -> str:
         return str(value)
     if isinstance(value, Undefined):
         return str(value)
-    if t is list or t is tuple or t is dict:
+    if isinstance(value, (list, tuple, dict)) or t in _VIEWS:
         return repr_value(value)
     if isinstance(value, str):
         return value
     return str(value)
+
+
+_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
 
 
 def repr_value(value: Any, _depth: int = 0) -> str:
@@ -47,9 +50,17 @@ def repr_value(value: Any, _depth: int = 0) -> str:
         raise RecursionError("value nests too deeply to print")
     if t is list:
         return concat(["[", _join_reprs(value, _depth), "]"])
-    if t is tuple:
+    if t in _VIEWS:
+        return concat([f"{t.__name__}(", repr_value(list(value), _depth + 1), ")"])
+    if isinstance(value, tuple) and (t is tuple or not hasattr(value, "_fields")):
         inner = _join_reprs(value, _depth)
         return concat(["(", inner, ",)" if len(value) == 1 else ")"])
+    if isinstance(value, tuple):  # a named tuple (groupby's groups): Name(field=value, ...)
+        pieces = [f"{t.__name__}("]
+        for i, (field, item) in enumerate(zip(value._fields, value)):
+            pieces.extend((", " if i else "", f"{field}=", repr_value(item, _depth + 1)))
+        pieces.append(")")
+        return concat(pieces)
     if t is dict:
         pieces = ["{"]
         for i, (k, v) in enumerate(value.items()):
@@ -137,7 +148,7 @@ def _item(obj: Any, key: Any) -> Any:
     t = type(obj)
     if t is dict:
         return obj[key]
-    if t is list or t is tuple:
+    if t is list or isinstance(obj, tuple):
         if isinstance(key, slice) or type(key) is int or type(key) is bool:
             return obj[key]
         raise TypeError("indices must be integers or slices")

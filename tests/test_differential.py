@@ -198,8 +198,9 @@ class TemplateBuilder:
     def define(self, name: str, kind: str) -> None:
         self.scopes[-1][name] = kind
 
-    def scoped(self, body, bindings: dict[str, str] = {}):
-        self.scopes.append(dict(bindings))
+    def scoped(self, body, bindings: dict[str, str] | None = None):
+        """Run `body` (a generator of source) in a new scope of generated names."""
+        self.scopes.append(dict(bindings or {}))
         try:
             return body()
         finally:
@@ -229,8 +230,7 @@ class TemplateBuilder:
         if depth <= 0 or self.chance(30):
             return self.leaf(kind)
         make = {"int": self.int_expr, "float": self.float_expr, "str": self.str_expr,
-                "list": self.list_expr, "dict": self.dict_expr, "bool": self.bool_expr,
-                "any": self.any_expr}[kind]
+                "list": self.list_expr, "dict": self.dict_expr}[kind]
         return make(depth - 1)
 
     def common(self, kind: str, depth: int) -> str | None:
@@ -639,7 +639,7 @@ def assert_same_as_jinja2(source: str, opts: dict, context: dict = CONTEXT, mark
         else:  # other compile-time refusals (assertions, Python's own): at parse or render time
             ok = is_template_error(got)
         assert ok, f"Jinja2 refuses to compile it ({want.describe()}); jinjamark: " + (
-            f"from_string raised {compiled.describe()}" if compiled.raised else f"rendered {got.describe()}")
+            f"from_string raised {compiled.describe()}" if compiled.raised else f"render gave {got.describe()}")
         return
     if compiled.raised:
         raise AssertionError(f"Jinja2 compiles this template; jinjamark: {compiled.describe()}") from compiled.error
