@@ -6,14 +6,13 @@ keyword arguments, and the globals `raise_exception` and `strftime_now`.
 """
 from __future__ import annotations
 
-import json
 import threading
 from datetime import datetime
 from typing import Any, Callable, Optional
 
 from .environment import Environment
 from .errors import TemplateError
-from .marks import taint
+from . import jsonmarks
 from .output import Part
 from .values import mark_input
 
@@ -23,9 +22,8 @@ PROFILE_EXTENSIONS = ("loopcontrols", "generation")
 def tojson(value: Any, ensure_ascii: bool = False, indent: Any = None, separators: Any = None,
            sort_keys: bool = False) -> str:
     """transformers' tojson: json.dumps with exactly these keyword arguments."""
-    text = json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
-                      sort_keys=sort_keys)
-    return taint(text, value)
+    return jsonmarks.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
+                           sort_keys=sort_keys)
 
 
 def raise_exception(message: Any) -> None:

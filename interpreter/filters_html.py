@@ -8,6 +8,7 @@ from collections import abc
 from typing import Any, Iterable, Optional
 from urllib.parse import quote_from_bytes
 
+from . import jsonmarks
 from . import marks
 from .environment_tools import pass_environment
 from .filters_support import FilterArgumentError, text
@@ -151,15 +152,16 @@ _JSON_HTML_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("'"
 
 @pass_environment
 def do_tojson(env: Any, value: Any, indent: Optional[int] = None) -> str:
-    """JSON safe inside HTML and <script>: < > & ' as \\u escapes. Input anywhere in the value
-    makes the whole text input (for now: a JSON string's own characters could keep their marks)."""
-    dumps = env.policies.get("json.dumps_function") or json.dumps
+    """JSON safe inside HTML and <script>: < > & ' as \\u escapes. Characters of input strings
+    stay input inside their escapes (jsonmarks); JSON punctuation is template text."""
+    dumps = env.policies.get("json.dumps_function") or jsonmarks.dumps
     kwargs = dict(env.policies.get("json.dumps_kwargs", {"sort_keys": True}))
     if indent is not None:
         kwargs["indent"] = indent
-    result = marks.plain(dumps(value, **kwargs))
-    for char, escaped in _JSON_HTML_ESCAPES:
-        result = result.replace(char, escaped)
-    if marks.has_input(value):
-        return safe_marked(marks.mark(result))
+    result = dumps(value, **kwargs)
+    if dumps is not jsonmarks.dumps:
+        result = marks.taint(marks.plain(result), value)
+    result = marks.escape_chars(result, dict(_JSON_HTML_ESCAPES))
+    if marks.is_marked(result):
+        return safe_marked(result)
     return Markup(result)

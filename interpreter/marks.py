@@ -393,3 +393,24 @@ def mark_all(value: Any) -> Any:
     if isinstance(value, tuple):
         return tuple(mark_all(v) for v in value)
     return value
+
+
+def escape_chars(s: str, table: dict[str, str]) -> str:
+    """Replace single characters by their escapes; an escape keeps the mark of the character
+    it stands for (unlike `replace`, whose replacement text keeps its own provenance)."""
+    if type(s) is not Marked:
+        for char, escaped in table.items():
+            s = s.replace(char, escaped)
+        return s
+    pieces = []
+    raw = str.__str__(s)
+    flags = flags_of(s)
+    start = 0
+    for i, ch in enumerate(raw):
+        if ch in table:
+            pieces.append(sub(s, start, i))
+            escaped = table[ch]
+            pieces.append(mark(escaped) if flags[i] else escaped)
+            start = i + 1
+    pieces.append(sub(s, start, len(raw)))
+    return concat(pieces)

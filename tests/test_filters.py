@@ -494,7 +494,7 @@ def test_xmlattr_marks_escaped_values():
 
 
 @pytest.mark.parametrize("name,args", [
-    ("tojson", ()), ("striptags", ()), ("urlize", ()), ("urlencode", ()), ("pprint", ()),
+    ("striptags", ()), ("urlize", ()), ("urlencode", ()), ("pprint", ()),
     ("filesizeformat", ())])
 def test_filters_without_a_character_map_mark_everything(name, args):
     value = marks.concat(["12", mark("34")])
@@ -506,8 +506,16 @@ def test_tojson_of_plain_data_is_plain_and_html_safe():
     result = call("tojson", {"b": "<'&>", "a": 1})
     assert result == '{"a": 1, "b": "\\u003c\\u0027\\u0026\\u003e"}'
     assert not marks.is_marked(result) and hasattr(result, "__html__")
-    nested = call("tojson", {"k": [mark("v")]})
-    assert marks.flags_of(nested) == [True] * len(nested)
+    nested = call("tojson", {"k": [mark("v<")]})
+    assert nested == '{"k": ["v\\u003c"]}'
+    assert nested.spans == ((8, 15),)  # the string's characters, escapes included; not the quotes
+
+
+def test_tojson_marks_input_keys_and_strings_inside_their_escapes():
+    value = {mark('k"'): [mark("a\n"), "t"], "plain": 1}
+    result = call("tojson", value)
+    assert result == '{"k\\"": ["a\\n", "t"], "plain": 1}'
+    assert [result[a:b] for a, b in result.spans] == ['k\\"', 'a\\n']
 
 
 def test_safe_keeps_marks():
@@ -541,7 +549,7 @@ ADDED = [
     ("center", (30,), " "), ("indent", (2, True, True), " \n"), ("indent", ("> ",), "> \n"),
     ("wordwrap", (7,), "\n"), ("wordwrap", (5, False, "|"), "|"), ("truncate", (8, False, "~", 0), "~"),
     ("truncate", (8, True, "~", 0), "~"), ("replace", (" ", "_"), "_"), ("format", (), ""),
-    ("striptags", (), ""), ("urlize", (), ""), ("tojson", (), ""), ("urlencode", (), ""),
+    ("striptags", (), ""), ("urlize", (), ""), ("tojson", (), "\""), ("urlencode", (), ""),
     ("pprint", (), ""), ("string", (), ""), ("safe", (), ""), ("default", ("x",), ""),
 ]
 
