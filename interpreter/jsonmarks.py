@@ -11,7 +11,8 @@ import json
 from json import encoder as _std
 from typing import Any
 
-from .marks import Marked, concat, has_input, make, plain, taint
+from .marks import Marked, concat, has_input, make, mark, plain, taint
+from .numbers import is_input_number
 
 
 def dumps(value: Any, **kwargs: Any) -> str:
@@ -40,7 +41,13 @@ def _marked_dumps(value: Any, skipkeys: bool = False, ensure_ascii: bool = True,
     def encode_string(s: str) -> str:
         return _encode_marked(s, base)
 
+    def intstr(o: int) -> str:
+        text = int.__repr__(o)
+        return mark(text) if is_input_number(o) else text
+
     def floatstr(o: float) -> str:
+        if is_input_number(o) and o == o and o not in (float("inf"), -float("inf")):
+            return mark(float.__repr__(o))
         if o != o:
             text = "NaN"
         elif o == float("inf"):
@@ -58,7 +65,8 @@ def _marked_dumps(value: Any, skipkeys: bool = False, ensure_ascii: bool = True,
         indent_text = " " * indent
     iterencode = _std._make_iterencode(
         {} if check_circular else None, reference.default, encode_string, indent_text, floatstr,
-        reference.key_separator, reference.item_separator, sort_keys, skipkeys, False)
+        reference.key_separator, reference.item_separator, sort_keys, skipkeys, False,
+        _intstr=intstr)
     return concat(list(iterencode(value, 0)))
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from . import marks
 from .marks import Marked, concat
 from .methods import lookup_method, is_unsafe_method
+from .numbers import InputFloat, InputInt, as_input
 from .runtime import Method, unsafe_attribute
 from .undefined import Undefined
 
@@ -25,6 +26,8 @@ def to_string(value: Any) -> str:
         return value
     if value is None or t is bool or t is int or t is float:
         return str(value)
+    if t is InputInt or t is InputFloat:  # a number from input prints as input
+        return marks.mark(str(value))
     if isinstance(value, Undefined):
         return str(value)
     if isinstance(value, (list, tuple, dict)) or t in _VIEWS:
@@ -40,6 +43,8 @@ _VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
 def repr_value(value: Any, _depth: int = 0) -> str:
     """Python's repr(), keeping the marks of strings inside containers."""
     t = type(value)
+    if t is InputInt or t is InputFloat:
+        return marks.mark(repr(value))
     if t is Marked:
         text = repr(value)
         # the characters between the quotes are the string's own when nothing was escaped
@@ -149,11 +154,11 @@ def _item(obj: Any, key: Any) -> Any:
     if t is dict:
         return obj[key]
     if t is list or isinstance(obj, tuple):
-        if isinstance(key, slice) or type(key) is int or type(key) is bool:
+        if isinstance(key, (slice, int)):
             return obj[key]
         raise TypeError("indices must be integers or slices")
     if t is str or t is Marked:
-        if isinstance(key, slice) or type(key) is int or type(key) is bool:
+        if isinstance(key, (slice, int)):
             return marks.getitem(obj, key)
         raise TypeError("string indices must be integers")
     if hasattr(t, "jinja_attribute") and isinstance(key, str):
@@ -174,4 +179,4 @@ def mark_input(data: Any) -> Any:
         return [mark_input(v) for v in data]
     if t is tuple:
         return tuple(mark_input(v) for v in data)
-    return data
+    return as_input(data)
