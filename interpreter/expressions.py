@@ -117,7 +117,10 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
 def eval_binary(ev, node: ast.Binary, scope):
     left = ev.eval(node.left, scope)
     right = ev.eval(node.right, scope)
-    if node.op == "+" and (is_safe(left) or is_safe(right)):
+    op = node.op
+    if op == "+" and type(left) is str and type(right) is str:  # the common case
+        return left + right
+    if op == "+" and (is_safe(left) or is_safe(right)):
         return markup_add(left, right)  # safe text escapes what is added to it
     if node.op == "%" and isinstance(left, str):
         return markup_mod(left, right) if is_safe(left) else percent_format(left, right)

@@ -35,12 +35,12 @@ class Marked(str):
     def __add__(self, other):
         if not isinstance(other, str):
             return NotImplemented
-        return concat((self, other))
+        return concat2(self, other)
 
     def __radd__(self, other):
         if not isinstance(other, str):
             return NotImplemented
-        return concat((other, self))
+        return concat2(other, self)
 
     def __mul__(self, n):
         if not isinstance(n, int):
@@ -224,15 +224,40 @@ def sub(s: str, start: int, stop: int) -> str:
 
 
 def concat(pieces: Iterable[str]) -> str:
-    """Join strings, keeping each piece's marks."""
-    texts, spans, offset = [], [], 0
+    """Join strings, keeping each piece's marks (adjacent input spans merge)."""
+    texts: list[str] = []
+    spans: list[tuple[int, int]] = []
+    offset = 0
     for p in pieces:
         if type(p) is Marked:
-            spans.extend((a + offset, b + offset) for a, b in p.spans)
+            for a, b in p.spans:
+                a += offset
+                if spans and a <= spans[-1][1]:
+                    spans[-1] = (spans[-1][0], b + offset)
+                else:
+                    spans.append((a, b + offset))
         texts.append(p)
         offset += len(p)
     text = "".join(texts)
-    return make(text, _merge(spans)) if spans else text
+    return make(text, tuple(spans)) if spans else text
+
+
+def concat2(a: str, b: str) -> str:
+    """`a + b` for two strings, the common case of `concat`."""
+    ta, tb = type(a) is Marked, type(b) is Marked
+    if not (ta or tb):
+        return str.__add__(a, b)
+    text = str.__add__(a, b)
+    n = len(a)
+    if not ta:
+        return make(text, tuple((x + n, y + n) for x, y in b.spans))
+    if not tb:
+        return make(text, a.spans)
+    first, second = a.spans, b.spans
+    if first[-1][1] == n and second[0][0] == 0:  # the two input runs touch: one span
+        joined = first[:-1] + ((first[-1][0], second[0][1] + n),)
+        return make(text, joined + tuple((x + n, y + n) for x, y in second[1:]))
+    return make(text, first + tuple((x + n, y + n) for x, y in second))
 
 
 def join(separator: str, items: Iterable[str]) -> str:

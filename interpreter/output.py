@@ -16,25 +16,37 @@ class Part:
 
 def to_parts(pieces: Iterable[str]) -> list[Part]:
     """Split pieces by their marks and merge neighbours with the same flag."""
-    runs: list[list] = []
-
-    def add(text: str, is_input: bool) -> None:
-        if not text:
-            return
-        if runs and runs[-1][1] == is_input:
-            runs[-1][0].append(text)
-        else:
-            runs.append([[text], is_input])
-
+    texts: list[str] = []   # the run being built
+    parts: list[Part] = []
+    current = False         # whether that run is input
     for piece in pieces:
-        if type(piece) is Marked:
-            raw = str.__str__(piece)
-            pos = 0
-            for a, b in piece.spans:
-                add(raw[pos:a], False)
-                add(raw[a:b], True)
-                pos = b
-            add(raw[pos:], False)
-        else:
-            add(piece, False)
-    return [Part("".join(texts), flag) for texts, flag in runs]
+        if type(piece) is not Marked:
+            if current and texts:
+                parts.append(Part("".join(texts), True))
+                texts = []
+            current = False
+            texts.append(piece)
+            continue
+        raw = str.__str__(piece)
+        pos = 0
+        for a, b in piece.spans:
+            for chunk, flag in ((raw[pos:a], False), (raw[a:b], True)):
+                if not chunk:
+                    continue
+                if flag != current and texts:
+                    parts.append(Part("".join(texts), current))
+                    texts = []
+                current = flag
+                texts.append(chunk)
+            pos = b
+        if pos < len(raw):
+            if current and texts:
+                parts.append(Part("".join(texts), True))
+                texts = []
+            current = False
+            texts.append(raw[pos:])
+    if texts:
+        text = "".join(texts)
+        if text:
+            parts.append(Part(text, current))
+    return [p for p in parts if p.text]

@@ -169,14 +169,21 @@ def _item(obj: Any, key: Any) -> Any:
 # ---------------------------------------------------------------------------- input data
 
 def mark_input(data: Any) -> Any:
-    """JSON-like data with every string (keys too) marked as input; containers are copied."""
+    """JSON-like data with every string (keys too) and number marked as input; containers are
+    copied, the caller's data is left as it was."""
     t = type(data)
     if t is str:
         return marks.mark(data) if data else data
     if t is dict:
-        return {mark_input(k): mark_input(v) for k, v in data.items()}
+        return {_mark_leaf(k): _mark_leaf(v) for k, v in data.items()}
     if t is list:
-        return [mark_input(v) for v in data]
+        return [_mark_leaf(v) for v in data]
     if t is tuple:
-        return tuple(mark_input(v) for v in data)
+        return tuple(_mark_leaf(v) for v in data)
     return as_input(data)
+
+
+def _mark_leaf(value: Any) -> Any:
+    if type(value) is str:  # most leaves: no further call
+        return marks.mark(value) if value else value
+    return mark_input(value)
