@@ -53,6 +53,18 @@ class TemplateAssertionError(TemplateSyntaxError):
     """The template is well formed but refers to something that cannot exist (a filter, a test)."""
 
 
+class TemplateRuntimeError(TemplateError):
+    """Something went wrong while rendering: a type error, a failing filter, a host exception."""
+
+
+class LimitExceeded(TemplateRuntimeError):
+    """The render went past one of the environment's limits (see jinjamark.Limits)."""
+
+
+class TemplateTooLarge(LimitExceeded, TemplateSyntaxError):
+    """The source is longer, or nests deeper, than the limits allow: refused while parsing."""
+
+
 def source_line(source: Optional[str], lineno: int) -> Optional[str]:
     if source is None or lineno < 1:
         return None

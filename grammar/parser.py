@@ -16,7 +16,7 @@ from lark import Lark, Tree
 from lark.exceptions import LarkError, UnexpectedInput, VisitError
 
 from . import ast
-from .errors import TemplateError, TemplateSyntaxError, from_lark, position
+from .errors import TemplateError, TemplateSyntaxError, TemplateTooLarge, from_lark, position
 from .transform import builder_class
 from .whitespace import Options
 
@@ -130,8 +130,8 @@ def check_depth(tree: Tree, max_depth: int, source: str) -> None:
         node, depth = stack.pop()
         if depth > max_depth:
             line, column = _tree_position(node)
-            raise TemplateSyntaxError(f"the template nests deeper than {max_depth} levels",
-                                      lineno=line, column=column)
+            raise TemplateTooLarge(f"the template nests deeper than {max_depth} levels",
+                                   lineno=line, column=column)
         for child in node.children:
             if isinstance(child, Tree):
                 stack.append((child, depth + 1))

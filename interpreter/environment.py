@@ -8,9 +8,10 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 from .grammar import ast
 from .grammar.parser import get_parser
 from .grammar.whitespace import Options
-from .errors import TemplateAssertionError, TemplateError, TemplateRuntimeError
+from .errors import TemplateAssertionError, TemplateError, TemplateRuntimeError, TemplateTooLarge
 from .evaluator import CORE_HANDLERS, Evaluator, LoopSignal
 from .ext import Extension, resolve
+from . import limits
 from .limits import DEFAULT_LIMITS, Limits
 from .output import Part, to_parts
 from .scope import Scope
@@ -69,6 +70,10 @@ class Environment:
 
     # ------------------------------------------------------------------ templates
     def parse(self, source: str, name: Optional[str] = None) -> ast.Template:
+        if len(source) > self.limits.max_template_size:
+            raise TemplateTooLarge(f"the template has {len(source)} characters, more than "
+                                   f"{self.limits.max_template_size}", name=name, lineno=1,
+                                   column=1, source=source)
         tree = self._parser.parse(source, name, self.options, self.limits.max_nesting)
         self._check(tree, name, source)
         for ext in self.extensions:
@@ -111,6 +116,9 @@ class Environment:
                 self._refuse(f"No test named {node.name!r}.", node, name, source)
             elif isinstance(node, ast.Stmt | ast.Expr) and kind not in self.handlers:
                 self._refuse(f"no handler for {kind.__name__} nodes", node, name, source)
+            if kind is ast.Logical and type(node.left) is ast.Const and \
+                    bool(node.left.value) == (node.op == "or"):
+                continue  # `none and x`: Jinja2 folds the constant away and never compiles x
             inner = INNER_FIELDS.get(kind) or getattr(kind, "jinja_inner_fields", ())
             soft = soft or kind is ast.If or kind is ast.CondExpr
             for field in getattr(kind, "__dataclass_fields__", ()):
@@ -215,6 +223,14 @@ class Template:
     def _render(self, context: dict, overlay: Optional[dict] = None) -> list[str]:
         env = self.environment
         ev = Evaluator(env, env.handlers, self.name, self.source)
+        token = limits.activate(env.limits)
+        try:
+            return self._run(ev, context, overlay)
+        finally:
+            limits.deactivate(token)
+
+    def _run(self, ev: Evaluator, context: dict, overlay: Optional[dict]) -> list[str]:
+        env = self.environment
         scope = Scope(None, env.globals)
         if overlay:
             scope = Scope(scope, overlay)

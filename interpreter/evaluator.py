@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterable
 
 from .grammar import ast
 from .errors import LimitExceeded, TemplateError, TemplateRuntimeError
+from .limits import Budget
 from .expressions import EXPRESSIONS, call_value, evaluate_arguments
 from .marks import concat
 from .runtime import LoopContext, Macro, Namespace
@@ -43,10 +44,15 @@ class Evaluator:
         self.name = name
         self.source = source
         self.out: list[str] = []
+        self.budget = Budget(environment.limits)
+        self.steps = Budget.BATCH
 
     # ------------------------------------------------------------------ dispatch
     def eval(self, node: Any, scope: Scope) -> Any:
         try:
+            self.steps -= 1
+            if self.steps <= 0:
+                self.steps = self.budget.refuel()
             return self.handlers[node.__class__](self, node, scope)
         except (TemplateError, LoopSignal) as e:
             if isinstance(e, TemplateError) and e.lineno is None:
@@ -86,6 +92,7 @@ class Evaluator:
     def write(self, value: Any) -> None:
         text = to_string(value)
         if text:
+            self.budget.wrote(len(text))
             self.out.append(text)
 
     def lookup(self, name: str, scope: Scope) -> Any:
@@ -96,6 +103,7 @@ class Evaluator:
 # ---------------------------------------------------------------------------- statements
 
 def exec_text(ev: Evaluator, node: ast.Text, scope: Scope) -> None:
+    ev.budget.wrote(len(node.text))
     ev.out.append(node.text)
 
 
@@ -118,19 +126,25 @@ def exec_for(ev: Evaluator, node: ast.For, scope: Scope) -> None:
 def run_loop(ev: Evaluator, node: ast.For, scope: Scope, iterable: Any, depth0: int) -> None:
     items = loop_items(iterable)
     if node.condition is not None:
-        items = [item for item in items if _passes(ev, node, scope, item)]
+        items = _filtered(ev, node, scope, items)
     recurse = None
     if node.recursive:
         def recurse(inner: Any, depth: int) -> str:
             saved, ev.out = ev.out, []
+            ev.budget.enter()
             try:
                 run_loop(ev, node, scope, inner, depth)
                 return concat(ev.out)
             finally:
                 ev.out = saved
+                ev.budget.leave()
     loop = LoopContext(items, depth0, ev.undefined, recurse)
     completed = False  # Jinja2 runs `else` unless some iteration ran its body to the end
     for index0, item in enumerate(items):
+        ev.budget.iterate(1)
+        ev.steps -= 1  # an iteration is a step even when its body is empty
+        if ev.steps <= 0:
+            ev.steps = ev.budget.refuel()
         loop.index0 = index0
         inner = Scope(scope)
         assign(ev, node.target, item, inner)
@@ -145,10 +159,22 @@ def run_loop(ev: Evaluator, node: ast.For, scope: Scope, iterable: Any, depth0: 
         ev.run(node.otherwise, scope)
 
 
-def _passes(ev: Evaluator, node: ast.For, scope: Scope, item: Any) -> bool:
-    inner = Scope(scope)
-    assign(ev, node.target, item, inner)
-    return bool(ev.eval(node.condition, inner))
+def _filtered(ev: Evaluator, node: ast.For, scope: Scope, items: list) -> list:
+    """The items that pass `for ... if condition`. As Jinja2's generator does, an item unpacked
+    into a tuple target comes out as a tuple of its parts (a list item becomes a tuple)."""
+    kept = []
+    for item in items:
+        inner = Scope(scope)
+        assign(ev, node.target, item, inner)
+        if ev.eval(node.condition, inner):
+            kept.append(_rebuilt(node.target, inner) if type(node.target) is ast.TupleTarget else item)
+    return kept
+
+
+def _rebuilt(target: Any, scope: Scope) -> Any:
+    if type(target) is ast.TupleTarget:
+        return tuple(_rebuilt(sub, scope) for sub in target.items)
+    return scope.vars[target.name]
 
 
 def loop_items(iterable: Any) -> list:
@@ -207,7 +233,11 @@ def _macro_invoker(ev: Evaluator, body: tuple, closure: Scope) -> Callable:
     def invoke(macro: Macro, args: tuple, kwargs: dict) -> str:
         scope = Scope(closure)
         bind_arguments(ev, macro, args, dict(kwargs), scope)
-        return ev.capture(body, scope)
+        ev.budget.enter()
+        try:
+            return ev.capture(body, scope)
+        finally:
+            ev.budget.leave()
     return invoke
 
 

@@ -119,7 +119,11 @@ def eval_binary(ev, node: ast.Binary, scope):
     right = ev.eval(node.right, scope)
     op = node.op
     if op == "+" and type(left) is str and type(right) is str:  # the common case
+        if len(left) + len(right) > 100_000:
+            ev.budget.limits.check_size(len(left) + len(right))
         return left + right
+    if op == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
+        ev.budget.limits.check_size(len(left) + len(right))
     if op == "+" and (is_safe(left) or is_safe(right)):
         return markup_add(left, right)  # safe text escapes what is added to it
     if node.op == "%" and isinstance(left, str):
@@ -146,7 +150,9 @@ def eval_logical(ev, node: ast.Logical, scope):
 
 
 def eval_concat(ev, node: ast.Concat, scope):
-    return concat([to_string(ev.eval(item, scope)) for item in node.items])
+    pieces = [to_string(ev.eval(item, scope)) for item in node.items]
+    ev.budget.limits.check_size(sum(map(len, pieces)))
+    return concat(pieces)
 
 
 COMPARE: dict[str, Callable[[Any, Any], Any]] = {
@@ -174,8 +180,8 @@ def eval_compare(ev, node: ast.Compare, scope):
 def eval_condexpr(ev, node: ast.CondExpr, scope):
     if ev.eval(node.test, scope):
         return ev.eval(node.then, scope)
-    if node.otherwise is None:
-        return ev.undefined("the inline if-expression on line "
+    if node.otherwise is None:  # always the lenient Undefined, whatever the environment's is
+        return Undefined("the inline if-expression on line "
                             f"{node.span.line} evaluated to false and no else section was defined.")
     return ev.eval(node.otherwise, scope)
 

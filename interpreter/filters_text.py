@@ -10,6 +10,7 @@ import re
 import textwrap
 from typing import Any, Optional
 
+from .limits import check_width
 from . import marks
 from .environment_tools import pass_environment
 from .filters_support import FilterArgumentError, text
@@ -76,6 +77,7 @@ def do_format(value: Any, *args: Any, **kwargs: Any) -> str:
 
 
 def do_indent(s: Any, width: Any = 4, first: bool = False, blank: bool = False) -> Any:
+    check_width(width)
     indention = width if isinstance(width, str) else " " * width
     newline = "\n"
     is_markup = isinstance(s, Markup)

@@ -17,6 +17,7 @@ import string
 from _string import formatter_field_name_split  # type: ignore[import-not-found]
 from typing import Any, Optional
 
+from .limits import check_format
 from . import marks
 from .errors import SecurityError
 from .undefined import Undefined
@@ -37,6 +38,7 @@ _CONVERSION = re.compile(
 
 def percent_format(fmt: str, params: Any) -> str:
     """`fmt % params` with marks."""
+    check_format(fmt)
     text = str.__mod__(marks.plain(fmt), params)
     if not marks.has_input(fmt) and not marks.has_input(params):
         return text
@@ -139,6 +141,7 @@ def format_string(fmt: str, args: Any, kwargs: Any, escaping: bool = False,
                   undefined: type = Undefined) -> str:
     """`fmt.format(*args, **kwargs)` (or `format_map(kwargs)`), sandboxed, with marks."""
     formatter = SandboxedFormatter(undefined, escaping)
+    check_format(fmt)
     text = formatter.vformat(marks.plain(fmt), args, kwargs)
     values = list(args) + list(kwargs.values()) if isinstance(kwargs, dict) else None
     if not marks.is_marked(fmt) and values is not None and _all_plain(*values):

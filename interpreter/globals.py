@@ -4,18 +4,19 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from . import limits
+from .errors import LimitExceeded
 from .markup import Markup, escape_text
 from .runtime import Cycler, Joiner, Namespace
 
-MAX_RANGE = 100000
-
-
 def safe_range(*args: int) -> range:
-    """`range(...)`, refused beyond MAX_RANGE items as Jinja2's sandbox refuses it."""
+    """`range(...)`, refused beyond `Limits.max_range` items (100,000 by default, as Jinja2's
+    sandbox refuses it)."""
     numbers = range(*args)
-    if len(numbers) > MAX_RANGE:
-        raise OverflowError("Range too big. The sandbox blocks ranges larger than"
-                            f" MAX_RANGE ({MAX_RANGE}).")
+    most = limits.current().max_range
+    if len(numbers) > most:
+        raise LimitExceeded("Range too big. The sandbox blocks ranges larger than"
+                            f" MAX_RANGE ({most}).")
     return numbers
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import abc, deque
 from typing import Any, Callable, Optional
 
+from .limits import check_width
 from . import marks
 from .formatting import format_string
 from .markup import Markup
@@ -68,6 +69,7 @@ def _str_replace(receiver: str, old: str, new: str, count: int = -1, /) -> str:
 def _padding(left_of: Callable[[int, int], int], name: str) -> Callable:
     """center/ljust/rjust: the receiver sits unchanged between runs of the fill character."""
     def pad(receiver: str, width: int, fillchar: str = " ", /) -> str:
+        check_width(width)
         if isinstance(receiver, Markup):
             return getattr(receiver, name)(width, fillchar)
         text = getattr(str, name)(marks.plain(receiver), width, fillchar)
@@ -90,7 +92,21 @@ def _str_maketrans(receiver: str, *args: Any) -> dict:
     return str.maketrans(*args)
 
 
+def _width_checked(name: str) -> Callable:
+    """zfill/expandtabs: their size argument is a width (see Limits.max_format_width)."""
+    same = _same_method(name)
+
+    def call(receiver: str, *args: Any, **kwargs: Any) -> Any:
+        for width in (*args[:1], *kwargs.values()):
+            check_width(width)
+        return same(receiver, *args, **kwargs)
+    call.__name__ = name
+    return call
+
+
 _STR_SPECIAL: dict[str, Callable] = {
+    "zfill": _width_checked("zfill"),
+    "expandtabs": _width_checked("expandtabs"),
     "format": _str_format,
     "format_map": _str_format_map,
     "join": _str_join,

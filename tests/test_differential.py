@@ -1,7 +1,8 @@
 """Differential testing against Jinja2: generated templates render to the same text, or both raise.
 
 Hypothesis builds templates from the whole language: text and tags under every whitespace-control
-marker and every combination of trim_blocks / lstrip_blocks / keep_trailing_newline; expressions
+marker and every combination of trim_blocks / lstrip_blocks / keep_trailing_newline (and the
+three kinds of Undefined); expressions
 over ints, floats, strings, lists and dicts with every operator, filters, tests and methods; nested
 if / for / set / macro / call / filter / with blocks. The same source and context go to
 `jinja2.sandbox.ImmutableSandboxedEnvironment(**options)` and `jinjamark.Environment(**options)`.
@@ -40,6 +41,7 @@ CONTEXT = {
 }
 
 OPTION_NAMES = ("trim_blocks", "lstrip_blocks", "keep_trailing_newline")
+UNDEFINED_KINDS = ("Undefined", "Undefined", "Undefined", "StrictUndefined", "ChainableUndefined")
 EXTENSION_SETS = ((), ("jinja2.ext.loopcontrols",), ("jinja2.ext.loopcontrols", "jinja2.ext.do"))
 
 # ---------------------------------------------------------------------------- expression pieces
@@ -141,6 +143,17 @@ EDGE_SNIPPETS = [
     "{{ namespace(a=1).a }}", "{{ namespace(d, b=2).a }}", "{{ joiner(',')() }}{{ joiner(',')() }}",
     "{% set j = joiner('|') %}{% for x in xs %}{{ j() }}{{ x }}{% endfor %}", "{{ range(3, 0, -1)|list }}",
     "{{ range(0) }}", "{{ lipsum is callable }}", "{{ dict() }}", "{{ dict(d) }}",
+    "{{ 2[1:] }}", "{{ none[1:] }}", "{{ (1 + 1)[1:] }}", "{{ n[1:] }}", "{{ d[1:] }}", "{{ range(3)[::0] }}",
+    "{% macro mm(a, b=1) %}{{ varargs }}{% endmacro %}{{ mm.name }}{{ mm.arguments }}{{ mm.catch_varargs }}"
+    "{{ mm.catch_kwargs }}{{ mm.caller }}", "{% macro rec(k) %}{{ rec(k) }}{% endmacro %}{{ rec(1) }}",
+    "{{ range(100001)|length }}", "{{ range(100000)|length }}", "{% for x in xs %}{{ loop.changed() }}{% endfor %}",
+    "{% for k, v in pairs if k %}{{ loop.previtem }}{{ loop.nextitem }}{% endfor %}",
+    # Markup (`|e`, `|safe`) keeps Jinja2's escaping through operators and methods.
+    "{{ html|e ~ '<' }}", "{{ html|safe + '<' }}", "{{ (html|safe).upper() }}", "{{ '%s'|safe % html }}",
+    "{{ html|e|e }}", "{{ [html]|join|e }}", "{{ (html|e)[0] }}", "{{ (html|safe)[1] }}", "{{ (html|e)[1:5] }}",
+    "{{ (html|e).split(';') }}", "{{ [html|e, '>'] }}", "{{ {'<': html|e} }}", "{{ html|e|tojson }}",
+    "{{ (html|e) * 2 }}", "{{ html|e|center(30) }}", "{{ html|e|striptags }}", "{{ [html|e]|join('&') }}",
+    "{{ html|e is escaped }}", "{{ (html|safe).format(html) }}", "{{ html|e|replace('&', '+') }}",
 ]
 
 TYPED_NAMES = {"int": ["i", "j"], "str": ["s1", "s2"], "list": ["l1"], "dict": ["dd"]}
@@ -170,8 +183,10 @@ class Choices:
 class TemplateBuilder:
     """Draws one template; `scopes` tracks which generated names are defined here."""
 
-    def __init__(self, choices: Choices, extensions=(), parenthesize: int = 75, edges: bool = True):
+    def __init__(self, choices: Choices, extensions=(), parenthesize: int = 75, edges: bool = True,
+                 expr_depth: int = 4):
         self.choices = choices
+        self.expr_depth = expr_depth  # 0: only leaves, for tests of the template structure
         self.extensions = extensions
         self.edges = edges
         self.parenthesize = parenthesize  # percent of operands put in parentheses
@@ -223,6 +238,7 @@ class TemplateBuilder:
         return self.pick(pool)
 
     def expr(self, kind: str, depth: int) -> str:
+        depth = min(depth, self.expr_depth)
         if kind == "bool":
             return self.bool_expr(depth)
         if kind == "any":
@@ -333,6 +349,7 @@ class TemplateBuilder:
         return f"dict({self.pick(['a', 'q'])}={self.expr('int', depth)}, z={self.expr('str', depth)})"
 
     def bool_expr(self, depth: int) -> str:
+        depth = min(depth, self.expr_depth)
         form = self.between(0, 7)
         if depth <= 0 or form == 0:
             return self.pick(["yes", "no", "true", "false", "n > 2", "s", "e", "xs", "ys", "missing",
@@ -359,6 +376,7 @@ class TemplateBuilder:
         return f"{self.wrap(self.any_expr(depth - 1))} {self.pick(['and', 'or'])} {self.wrap(self.any_expr(depth - 1))}"
 
     def any_expr(self, depth: int) -> str:
+        depth = min(depth, self.expr_depth)
         if depth <= 0 or self.chance(15):
             pool = ANY_LEAVES + self.names("any")
             if self.loop_depth:
@@ -582,12 +600,13 @@ def expressions(draw):
 
 
 @st.composite
-def cases(draw, depth: int = 3, edges: bool = True):
+def cases(draw, depth: int = 3, edges: bool = True, expr_depth: int = 4):
     """(template source, environment options): the options first, so that tags can follow them."""
     opts = {name: draw(st.booleans()) for name in OPTION_NAMES}
     opts["extensions"] = draw(st.sampled_from(EXTENSION_SETS))
+    opts["undefined"] = draw(st.sampled_from(UNDEFINED_KINDS))  # by name: both engines have each
     choices = Choices(draw(st.binary(min_size=120, max_size=600)))
-    return TemplateBuilder(choices, opts["extensions"], edges=edges).body(depth, 5), opts
+    return TemplateBuilder(choices, opts["extensions"], edges=edges, expr_depth=expr_depth).body(depth, 5), opts
 
 
 # ---------------------------------------------------------------------------- both engines
@@ -603,14 +622,16 @@ def _key(opts):
 def jinja2_env(opts):
     key = _key(opts)
     if key not in _jinja2_envs:
-        _jinja2_envs[key] = ImmutableSandboxedEnvironment(**opts)
+        kind = getattr(jinja2, opts.get("undefined", "Undefined"))
+        _jinja2_envs[key] = ImmutableSandboxedEnvironment(**{**opts, "undefined": kind})
     return _jinja2_envs[key]
 
 
 def jinjamark_env(opts):
     key = _key(opts)
     if key not in _jinjamark_envs:
-        _jinjamark_envs[key] = jinjamark.Environment(**opts)
+        kind = getattr(jinjamark, opts.get("undefined", "Undefined"))
+        _jinjamark_envs[key] = jinjamark.Environment(**{**opts, "undefined": kind})
     return _jinjamark_envs[key]
 
 
@@ -632,6 +653,11 @@ def assert_same_as_jinja2(source: str, opts: dict, context: dict = CONTEXT, mark
     """
     stage, want = jinja2_outcome(source, opts, context)
     compiled = outcome(jinjamark_env(opts).from_string, source)
+    if stage == "compile" and not isinstance(want.error, (jinja2.TemplateSyntaxError, SyntaxError)):
+        # Jinja2's optimizer folds constant subexpressions while compiling, so with StrictUndefined
+        # `{% elif {'k': 1}.a and x %}` fails to compile even in a branch never taken. That is an
+        # artifact of its compiler, not the language: there is no verdict to compare with.
+        return
     if stage == "compile":
         got = compiled if compiled.raised else outcome(compiled.value.render, copy.deepcopy(context))
         if type(want.error) is jinja2.TemplateSyntaxError:  # a syntax error proper: at parse time
@@ -665,6 +691,13 @@ PHASES = tuple(Phase) if os.environ.get("JINJAMARK_SHRINK") == "1" else (Phase.e
 @settings(max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck), phases=PHASES)
 @given(case=cases())
 def test_generated_templates_render_as_jinja2(case):
+    assert_same_as_jinja2(*case)
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck), phases=PHASES)
+@given(case=cases(depth=4, edges=False, expr_depth=0))
+def test_generated_template_structure_and_whitespace_match_jinja2(case):
+    # Simple expressions, deeper nesting of tags: whitespace control and scoping rules.
     assert_same_as_jinja2(*case)
 
 

@@ -1,0 +1,490 @@
+"""Every limit of `jinjamark.Limits` fires, at the node, fast, before the work or the allocation.
+
+For each limit: a template over it raises `LimitExceeded` (at parse time, for the template size
+and nesting, an error that is both a `LimitExceeded` and a `TemplateSyntaxError`), quickly, with
+the line and column of the offending tag; the same template renders once the limit is raised
+with a custom `Limits(...)`; hostile amounts (`'a' * 10**12`, `'%9999999999d'`) are refused before
+anything is allocated. The defaults let every corpus chat template render a 1,000-turn
+conversation.
+
+Timings here pin a behaviour ("fails in well under a second"), with a generous bound; they are
+not benchmarks. A cap on the address space during the hostile tests turns a missing check into a
+clean failure (MemoryError, reported as a TemplateRuntimeError) instead of a machine out of memory.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import sys
+import time
+
+import pytest
+
+import jinjamark
+import oracle
+from conftest import CONVERSATIONS, chat_templates, outcome
+
+FAST = 2.0  # seconds: "well under a second", with room for a loaded CI machine
+DEFAULTS = jinjamark.Limits()
+
+
+# ---------------------------------------------------------------------------- helpers
+
+@contextlib.contextmanager
+def address_space_cap(headroom: int = 2 << 30):
+    """Let the process grow by at most `headroom` bytes (Linux; elsewhere no cap)."""
+    try:
+        import resource
+        with open("/proc/self/status", encoding="ascii") as status:
+            size_kb = next(int(line.split()[1]) for line in status if line.startswith("VmSize:"))
+    except (ImportError, OSError, StopIteration):
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = size_kb * 1024 + headroom
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+@pytest.fixture
+def memory_cap():
+    with address_space_cap():
+        yield
+
+
+def env_with(limits: jinjamark.Limits | None = None, **options) -> jinjamark.Environment:
+    return jinjamark.Environment(limits=limits or DEFAULTS, **options)
+
+
+def limit_error(fn, *args, **kwargs) -> tuple[jinjamark.LimitExceeded, float]:
+    """Call fn; it must raise LimitExceeded within FAST seconds. The error and the time taken."""
+    start = time.perf_counter()
+    with pytest.raises(jinjamark.LimitExceeded) as caught:
+        fn(*args, **kwargs)
+    elapsed = time.perf_counter() - start
+    assert elapsed < FAST, f"the limit fired after {elapsed:.2f}s: {caught.value}"
+    return caught.value, elapsed
+
+
+def render_error(source: str, limits: jinjamark.Limits | None = None, **context):
+    return limit_error(lambda: env_with(limits).from_string(source).render(**context))[0]
+
+
+def tag_columns(source: str, line: int, tag: str) -> range:
+    """The columns (1-based) of `tag` on `line` of `source`: an error there is 'at the node'."""
+    text = source.splitlines()[line - 1]
+    start = text.index(tag) + 1
+    return range(start, start + len(tag))
+
+
+def assert_at(error: jinjamark.TemplateError, source: str, line: int, tag: str) -> None:
+    assert error.lineno == line, f"line {error.lineno}, expected {line}: {error}"
+    columns = tag_columns(source, line, tag)
+    assert error.column in columns, f"column {error.column} not in {columns}: {error}"
+
+
+# ---------------------------------------------------------------------------- the Limits type
+
+def test_limits_defaults_are_documented_values():
+    assert DEFAULTS == jinjamark.Limits(
+        max_template_size=1_000_000, max_nesting=200, max_output=50_000_000,
+        max_fuel=50_000_000, max_loop_iterations=5_000_000, max_recursion=DEFAULTS.max_recursion,
+        max_range=100_000, max_repeat=10_000_000, max_power_bits=100_000,
+        max_format_width=100_000, deadline=None)
+    assert 20 <= DEFAULTS.max_recursion <= 1000
+
+
+def test_limits_are_frozen_and_replaced_field_by_field():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        DEFAULTS.max_output = 1  # type: ignore[misc]
+    raised = dataclasses.replace(DEFAULTS, max_range=5)
+    assert raised.max_range == 5 and raised.max_output == DEFAULTS.max_output
+
+
+def test_limit_exceeded_is_a_template_runtime_error():
+    assert issubclass(jinjamark.LimitExceeded, jinjamark.TemplateRuntimeError)
+    assert issubclass(jinjamark.LimitExceeded, jinjamark.TemplateError)
+
+
+# ---------------------------------------------------------------------------- each limit: over, at the node, raised
+
+# (id, source, line and tag of the offending node, tight limits, loose limits, context)
+# The tight limits make the template fail; the loose ones let the same template render.
+NESTED_IFS = "\n".join(["{% if true %}"] * 60 + ["x"] + ["{% endif %}"] * 60)
+
+RUNTIME_CASES = [
+    ("max_output",
+     "{% for i in range(100) %}\n{{ 'x' * 100 }}{% endfor %}", 2, "{{ 'x' * 100 }}",
+     jinjamark.Limits(max_output=5_000), DEFAULTS, {}),
+    ("max_fuel",
+     "{% macro m(n) %}{% if n %}{{ m(n - 1) }}{{ m(n - 1) }}{% endif %}{% endmacro %}\n"
+     "{{ m(12) }}", None, None,
+     jinjamark.Limits(max_fuel=10_000), DEFAULTS, {}),
+    ("max_loop_iterations",
+     "{% for i in range(100) %}\n{% for j in range(100) %}{% endfor %}{% endfor %}", 2,
+     "{% for j in range(100) %}",
+     jinjamark.Limits(max_loop_iterations=1_000), DEFAULTS, {}),
+    ("max_recursion",
+     "{% macro m(n) %}{% if n %}\n{{ m(n - 1) }}{% endif %}{% endmacro %}{{ m(20) }}", 2,
+     "{{ m(n - 1) }}",
+     jinjamark.Limits(max_recursion=10), jinjamark.Limits(max_recursion=30), {}),
+    ("max_recursion-loop",
+     "{% for x in tree recursive %}\n{{ loop(x.children) }}{% endfor %}", 2,
+     "{{ loop(x.children) }}",
+     jinjamark.Limits(max_recursion=10), jinjamark.Limits(max_recursion=30), "tree20"),
+    ("max_range",
+     "ok\n{{ range(2000)|length }}", 2, "range(2000)",
+     jinjamark.Limits(max_range=1_000), DEFAULTS, {}),
+    ("max_repeat-str",
+     "ok\n{{ ('ab' * 600)|length }}", 2, "'ab' * 600",
+     jinjamark.Limits(max_repeat=1_000), DEFAULTS, {}),
+    ("max_repeat-list",
+     "ok\n{{ ([0] * 2000)|length }}", 2, "[0] * 2000",
+     jinjamark.Limits(max_repeat=1_000), DEFAULTS, {}),
+    ("max_power_bits",
+     "ok\n{{ (2 ** 2000) % 1000 }}", 2, "2 ** 2000",
+     jinjamark.Limits(max_power_bits=1_000), DEFAULTS, {}),
+    ("max_format_width-percent",
+     "ok\n{{ ('%2000d'|format(1))|length }}", 2, "'%2000d'|format(1)",
+     jinjamark.Limits(max_format_width=1_000), DEFAULTS, {}),
+    ("max_format_width-small-limit",
+     "ok\n{{ ('%500d'|format(1))|length }}", 2, "'%500d'|format(1)",
+     jinjamark.Limits(max_format_width=100), DEFAULTS, {}),
+    ("max_format_width-str-format",
+     "ok\n{{ '{:2000}'.format(1)|length }}", 2, "'{:2000}'.format(1)",
+     jinjamark.Limits(max_format_width=1_000), DEFAULTS, {}),
+    ("max_format_width-center",
+     "ok\n{{ 'x'|center(2000)|length }}", 2, "'x'|center(2000)",
+     jinjamark.Limits(max_format_width=1_000), DEFAULTS, {}),
+    ("max_format_width-indent",
+     "ok\n{{ 'a\\nb'|indent(2000)|length }}", 2, "'a\\nb'|indent(2000)",
+     jinjamark.Limits(max_format_width=1_000), DEFAULTS, {}),
+    ("max_format_width-wordwrap",
+     "ok\n{{ 'a b'|wordwrap(2000) }}", 2, "'a b'|wordwrap(2000)",
+     jinjamark.Limits(max_format_width=1_000), DEFAULTS, {}),
+    ("max_format_width-truncate",
+     "ok\n{{ 'a b'|truncate(2000) }}", 2, "'a b'|truncate(2000)",
+     jinjamark.Limits(max_format_width=1_000), DEFAULTS, {}),
+    ("max_format_width-zfill",
+     "ok\n{{ '1'.zfill(2000)|length }}", 2, "'1'.zfill(2000)",
+     jinjamark.Limits(max_format_width=1_000), DEFAULTS, {}),
+]
+
+
+def _tree(depth: int) -> list:
+    root: list = []
+    level = root
+    for _ in range(depth):
+        child: list = []
+        level.append({"children": child})
+        level = child
+    return root
+
+
+def _context(spec):
+    return {"tree": _tree(20)} if spec == "tree20" else dict(spec)
+
+
+@pytest.mark.parametrize("case", RUNTIME_CASES, ids=[c[0] for c in RUNTIME_CASES])
+def test_a_render_over_a_limit_raises_at_the_node_and_renders_once_raised(case):
+    _, source, line, tag, tight, loose, context = case
+    error = render_error(source, tight, **_context(context))
+    if line is None:  # the fuel runs out wherever the template happens to be
+        assert error.lineno in range(1, source.count("\n") + 2) and error.column is not None
+    else:
+        assert_at(error, source, line, tag)
+    assert str(error).splitlines()[0], "the error says which limit"
+    env_with(loose).from_string(source).render(**_context(context))
+
+
+def test_the_limit_a_render_went_past_is_named_in_the_error():
+    error = render_error("{{ range(2000) }}", jinjamark.Limits(max_range=1_000))
+    assert "1000" in str(error).replace(",", "").replace("_", "")
+
+
+@pytest.mark.parametrize("limits,source", [
+    (jinjamark.Limits(max_template_size=100), "x" * 150 + "{{ 1 }}"),
+    (jinjamark.Limits(max_nesting=50), NESTED_IFS),
+    (jinjamark.Limits(max_nesting=50), "ok\n{{ " + "(" * 60 + "1" + ")" * 60 + " }}"),
+], ids=["max_template_size", "max_nesting-blocks", "max_nesting-parentheses"])
+def test_a_template_over_a_parse_limit_is_refused_while_parsing(limits, source):
+    env = env_with(limits)
+    error, _ = limit_error(env.from_string, source)
+    assert isinstance(error, jinjamark.TemplateSyntaxError)
+    assert error.lineno is not None and error.column is not None
+    assert 1 <= error.lineno <= source.count("\n") + 1
+
+
+def test_the_template_size_error_is_at_the_start():
+    error, _ = limit_error(env_with(jinjamark.Limits(max_template_size=10)).from_string, "x" * 11)
+    assert (error.lineno, error.column) == (1, 1)
+
+
+def test_the_nesting_error_is_inside_the_deep_part():
+    error, _ = limit_error(env_with(jinjamark.Limits(max_nesting=50)).from_string, NESTED_IFS)
+    assert 2 <= error.lineno <= 60  # among the opening tags, past the allowed depth
+    source = "ok\n{{ " + "(" * 60 + "1" + ")" * 60 + " }}"
+    error, _ = limit_error(env_with(jinjamark.Limits(max_nesting=50)).from_string, source)
+    assert error.lineno == 2 and error.column > 4
+
+
+@pytest.mark.parametrize("limits,source", [
+    (jinjamark.Limits(max_template_size=1_000), "x" * 150 + "{{ 1 }}"),
+    (jinjamark.Limits(max_nesting=1_000), NESTED_IFS),
+], ids=["max_template_size", "max_nesting"])
+def test_a_raised_parse_limit_lets_the_template_render(limits, source):
+    env_with(limits).from_string(source).render()
+
+
+def test_a_template_just_under_the_default_nesting_renders():
+    depth = 60
+    source = "{{ " + "(" * depth + "1" + ")" * depth + " }}"
+    assert env_with().from_string(source).render() == "1"
+    assert env_with().from_string(NESTED_IFS).render().strip() == "x"
+
+
+def test_raising_max_recursion_above_the_default_lets_deeper_macros_render():
+    depth = DEFAULTS.max_recursion + 10
+    source = ("{% macro m(n) %}{% if n %}{{ m(n - 1) }}{% else %}bottom{% endif %}{% endmacro %}"
+              f"{{{{ m({depth}) }}}}")
+    render_error(source)
+    limits = jinjamark.Limits(max_recursion=depth + 10)
+    assert env_with(limits).from_string(source).render() == "bottom"
+
+
+def test_a_deadline_stops_a_long_render_and_none_lets_it_finish():
+    source = "{% for i in range(400) %}{% for j in range(400) %}{{ i }}{% endfor %}{% endfor %}"
+    tight = jinjamark.Limits(deadline=0.02)
+    error, elapsed = limit_error(env_with(tight).from_string(source).render)
+    assert elapsed >= 0.02
+    assert error.lineno == 1 and error.column is not None
+    loose = jinjamark.Limits(deadline=60.0)
+    assert len(env_with(loose).from_string(source).render()) > 0
+
+
+def test_the_deadline_is_per_render_not_per_environment():
+    env = env_with(jinjamark.Limits(deadline=0.5))
+    template = env.from_string("{% for i in range(1000) %}{{ i }}{% endfor %}")
+    for _ in range(5):  # together longer than any single deadline would allow if it were shared
+        template.render()
+        time.sleep(0.11)
+
+
+def test_budgets_are_per_render():
+    """A render's fuel, iterations and output are its own: the next render starts afresh."""
+    limits = jinjamark.Limits(max_loop_iterations=1_000, max_output=2_000, max_fuel=20_000)
+    template = env_with(limits).from_string("{% for i in range(900) %}x{% endfor %}")
+    for _ in range(5):
+        assert template.render() == "x" * 900
+
+
+# ---------------------------------------------------------------------------- hostile amounts, default limits
+
+HOSTILE_DEFAULT = [
+    # (id, source, line, tag)
+    ("repeat-str-huge", "ok\n{{ 'a' * 10**12 }}", 2, "'a' * 10**12"),
+    ("repeat-str-reversed", "ok\n{{ 10**12 * 'a' }}", 2, "10**12 * 'a'"),
+    ("repeat-list-huge", "ok\n{{ [0] * 10**12 }}", 2, "[0] * 10**12"),
+    ("repeat-just-over", "ok\n{{ ('ab' * 5000001)|length }}", 2, "'ab' * 5000001"),
+    ("range-just-over", "ok\n{{ range(100001)|length }}", 2, "range(100001)"),
+    ("range-huge", "ok\n{{ range(10**18)|length }}", 2, "range(10**18)"),
+    ("range-huge-step", "ok\n{{ range(0, 10**18, 2)|length }}", 2, "range(0, 10**18, 2)"),
+    ("power-bits", "ok\n{{ 2 ** 200000 }}", 2, "2 ** 200000"),
+    ("power-of-power", "ok\n{{ (2 ** 1000) ** 1000 }}", 2, "(2 ** 1000) ** 1000"),
+    ("power-big-base", "ok\n{{ 9 ** 999999 }}", 2, "9 ** 999999"),
+    ("percent-width", "ok\n{{ '%9999999999d'|format(1) }}", 2, "'%9999999999d'|format(1)"),
+    ("percent-precision", "ok\n{{ '%.9999999999f'|format(1.0) }}", 2, "'%.9999999999f'|format(1.0)"),
+    ("percent-operator-width", "ok\n{{ '%9999999999s' % 'x' }}", 2, "'%9999999999s' % 'x'"),
+    ("percent-star-width", "ok\n{{ '%*d'|format(10**9, 1) }}", 2, "'%*d'|format(10**9, 1)"),
+    ("percent-operator-star", "ok\n{{ '%*d' % (10**9, 1) }}", 2, "'%*d' % (10**9, 1)"),
+    ("percent-star-precision", "ok\n{{ '%.*f' % (10**9, 1.0) }}", 2, "'%.*f' % (10**9, 1.0)"),
+    ("format-width", "ok\n{{ '{:9999999999}'.format(1) }}", 2, "'{:9999999999}'.format(1)"),
+    ("format-nested-width", "ok\n{{ '{:{}}'.format(1, 10**9) }}", 2, "'{:{}}'.format(1, 10**9)"),
+    ("format-nested-precision", "ok\n{{ '{:.{}f}'.format(1.0, 10**9) }}", 2,
+     "'{:.{}f}'.format(1.0, 10**9)"),
+    ("format-map-nested-width", "ok\n{{ '{x:>{w}}'.format_map({'x': 1, 'w': 10**9}) }}", 2,
+     "'{x:>{w}}'.format_map({'x': 1, 'w': 10**9})"),
+    ("center-method", "ok\n{{ 'x'.center(10**9) }}", 2, "'x'.center(10**9)"),
+    ("center-filter", "ok\n{{ 'x'|center(10**9) }}", 2, "'x'|center(10**9)"),
+    ("ljust", "ok\n{{ 'x'.ljust(10**9) }}", 2, "'x'.ljust(10**9)"),
+    ("rjust", "ok\n{{ 'x'.rjust(10**9) }}", 2, "'x'.rjust(10**9)"),
+    ("zfill", "ok\n{{ 'x'.zfill(10**9) }}", 2, "'x'.zfill(10**9)"),
+    ("expandtabs", "ok\n{{ 'x\\ty'.expandtabs(10**9) }}", 2, "'x\\ty'.expandtabs(10**9)"),
+    ("indent-width", "ok\n{{ 'a\\nb'|indent(10**9) }}", 2, "'a\\nb'|indent(10**9)"),
+    ("wordwrap-width", "ok\n{{ 'a b'|wordwrap(10**9) }}", 2, "'a b'|wordwrap(10**9)"),
+    ("truncate-length", "ok\n{{ 'a b'|truncate(10**9) }}", 2, "'a b'|truncate(10**9)"),
+]
+
+
+@pytest.mark.parametrize("case", HOSTILE_DEFAULT, ids=[c[0] for c in HOSTILE_DEFAULT])
+def test_a_hostile_amount_is_refused_fast_by_the_defaults(case, memory_cap):
+    _, source, line, tag = case
+    error = render_error(source)
+    assert_at(error, source, line, tag)
+
+
+# Values that grow past max_output (which also bounds any one string or list the render builds)
+# by a step that no other limit sees: joins, replacements, reprs, formats, indentation.
+AMPLIFIERS = [
+    ("concat-tilde", "{% set t = s ~ s ~ s ~ s ~ s ~ s %}"),
+    ("concat-plus", "{% set t = s + s + s + s + s + s %}"),
+    ("join-filter", "{{ ([s] * 1000)|join|length }}"),
+    ("join-method", "{{ s.join([s] * 1000)|length }}"),
+    ("replace-method", "{{ s.replace('a', s)|length }}"),
+    ("replace-filter", "{{ (s|replace('a', s))|length }}"),
+    ("indent-string", "{{ (('a\\n' * 1000)|indent(s))|length }}"),
+    ("list-repr", "{{ ([s] * 1000)|string|length }}"),
+    ("list-print", "{{ [s] * 1000 }}"),
+    ("tojson", "{{ ([s] * 1000)|tojson|length }}"),
+    ("pprint", "{{ ([s] * 1000)|pprint|length }}"),
+    ("format-fields", "{{ '{0}{0}{0}{0}{0}{0}{0}{0}'.format(s)|length }}"),
+    ("percent-fields", "{{ ('%s' * 8)|format(s, s, s, s, s, s, s, s)|length }}"),
+    ("list-concat", "{% set a = [0] * 9000000 %}{{ (a + a + a + a + a + a)|length }}"),
+    ("block-set", "{% set t %}{% for i in range(10) %}{{ s }}{% endfor %}{% endset %}"),
+    ("macro-output", "{% macro m() %}{{ s }}{{ s }}{{ s }}{% endmacro %}"
+                     "{% set t = m() ~ m() %}"),
+]
+
+
+@pytest.mark.parametrize("source", [s for _, s in AMPLIFIERS], ids=[i for i, _ in AMPLIFIERS])
+def test_a_value_past_max_output_is_refused_before_it_is_built(source, memory_cap):
+    source = "{% set s = 'a' * 9000000 %}" + source
+    render_error(source)
+
+
+def test_a_long_output_is_refused_fast():
+    error = render_error("{% for i in range(100000) %}\n{{ s }}{% endfor %}", s="x" * 1000)
+    assert_at(error, "{% for i in range(100000) %}\n{{ s }}{% endfor %}", 2, "{{ s }}")
+
+
+def test_nested_loops_are_stopped_fast_by_the_default_iteration_limit():
+    source = "{% for i in range(100000) %}\n{% for j in range(100000) %}{% endfor %}{% endfor %}"
+    error = render_error(source)
+    assert_at(error, source, 2, "{% for j in range(100000) %}")
+
+
+def test_unbounded_macro_recursion_is_refused_fast():
+    source = "{% macro m(n) %}\n{{ m(n + 1) }}{% endmacro %}{{ m(0) }}"
+    error = render_error(source)
+    assert_at(error, source, 2, "{{ m(n + 1) }}")
+
+
+def test_a_recursive_loop_over_a_cyclic_structure_is_refused_fast():
+    node: dict = {"name": "a", "children": []}
+    node["children"].append(node)
+    source = "{% for x in tree recursive %}{{ x.name }}\n{{ loop(x.children) }}{% endfor %}"
+    error = render_error(source, tree=[node])
+    assert_at(error, source, 2, "{{ loop(x.children) }}")
+
+
+def test_a_caller_recursing_through_call_blocks_is_refused_fast():
+    source = ("{% macro m() %}{{ caller() }}{% endmacro %}"
+              "{% macro r() %}{% call m() %}\n{{ r() }}{% endcall %}{% endmacro %}{{ r() }}")
+    render_error(source)
+
+
+def test_exponential_macro_calls_run_out_of_fuel_fast():
+    source = ("{% macro m(n) %}{% if n %}{{ m(n - 1) }}{{ m(n - 1) }}{% endif %}{% endmacro %}"
+              "{{ m(40) }}")
+    render_error(source, jinjamark.Limits(max_fuel=200_000))
+
+
+def test_integer_growth_by_multiplication_is_bounded(memory_cap):
+    """`**` is not the only way to a huge integer: squaring in a loop doubles the size each time."""
+    source = ("{% set ns = namespace(x=2 ** 40000) %}{% for i in range(40) %}"
+              "{% set ns.x = ns.x * ns.x %}{% endfor %}{{ ns.x % 7 }}")
+    start = time.perf_counter()
+    with pytest.raises(jinjamark.TemplateError):
+        env_with().from_string(source).render()
+    assert time.perf_counter() - start < FAST
+
+
+@pytest.mark.parametrize("source,bits", [("2 ** 90000", 90001), ("3 ** 60000", 95098),
+                                         ("(-2) ** 99998", 99999), ("1 ** 10**9", 1),
+                                         ("(-1) ** (10**9 + 1)", 1), ("0 ** 10**9", 0)])
+def test_max_power_bits_counts_the_bits_of_the_result(source, bits):
+    """A power whose result fits is computed, however big its exponent looks."""
+    out = env_with().from_string(f"{{{{ ({source}) % 1000003 }}}}").render()
+    assert int(out) == eval(source) % 1000003  # noqa: S307 - our own literal
+    assert abs(eval(source)).bit_length() == bits  # noqa: S307
+
+
+def test_printing_a_huge_integer_is_an_error_not_a_crash():
+    with pytest.raises(jinjamark.TemplateError):
+        env_with().from_string("{{ 2 ** 99999 }}").render()  # 30,000 digits: past Python's 4,300
+
+
+# ---------------------------------------------------------------------------- ChatTemplate and chat_environment
+
+def test_limits_reach_a_chat_template_through_its_environment():
+    env = jinjamark.chat_environment(limits=jinjamark.Limits(max_loop_iterations=10))
+    chat = jinjamark.ChatTemplate(
+        "{% for m in messages %}{{ m.content }}{% endfor %}", environment=env)
+    few = [{"role": "user", "content": "x"}] * 5
+    assert chat.render(few) == "xxxxx"
+    with pytest.raises(jinjamark.LimitExceeded):
+        chat.render(few * 3)
+    with pytest.raises(jinjamark.LimitExceeded):
+        chat.render_parts(few * 3)
+    assert chat.render(few) == "xxxxx"
+
+
+def test_chat_environment_keeps_the_limits_it_is_given():
+    limits = jinjamark.Limits(max_output=123)
+    assert jinjamark.chat_environment(limits=limits).limits == limits
+    assert jinjamark.Environment(limits=limits).limits == limits
+
+
+# ---------------------------------------------------------------------------- the corpus under the defaults
+
+def thousand_turns() -> list[dict]:
+    """A system message and 999 alternating user/assistant turns, built from 03-multi-turn."""
+    fixture = json.loads((CONVERSATIONS / "03-multi-turn.json").read_text(encoding="utf-8"))
+    system = [m for m in fixture["messages"] if m["role"] == "system"]
+    users = [m for m in fixture["messages"] if m["role"] == "user"]
+    assistants = [m for m in fixture["messages"] if m["role"] == "assistant"]
+    messages = [dict(system[0])]
+    for i in range(999):
+        pool = users if i % 2 == 0 else assistants
+        messages.append(dict(pool[(i // 2) % len(pool)]))
+    assert messages[-1]["role"] == "user" and len(messages) == 1000
+    return messages
+
+
+def test_the_defaults_let_every_corpus_template_render_a_thousand_turns():
+    """No corpus template needs a limit raised for a 1,000-turn conversation (about 25 s: the
+    whole corpus, each template rendering 1,000 messages once). A template may refuse the
+    conversation (raise_exception, a system message it does not take), but only where Jinja2
+    refuses it too."""
+    messages = thousand_turns()
+    fixture = {"messages": messages}
+    rendered, refused, over_limit = 0, [], []
+    start = time.perf_counter()
+    for name, source in chat_templates():
+        chat = jinjamark.ChatTemplate(source, special_tokens=dict(oracle.SPECIAL_TOKENS),
+                                      now=lambda: oracle.FIXED_NOW)
+        try:
+            text = chat.render(messages, add_generation_prompt=True)
+        except jinjamark.LimitExceeded as e:
+            over_limit.append(f"{name}: {str(e).splitlines()[0]}")
+            continue
+        except jinjamark.TemplateError:
+            refused.append(name)
+            continue
+        assert text, name
+        rendered += 1
+    elapsed = time.perf_counter() - start
+    assert not over_limit, "\n".join(over_limit)
+    for name in refused:
+        source = dict(chat_templates())[name]
+        jinja2_result = outcome(oracle.render_chat, source, fixture, True)
+        assert jinja2_result.raised, f"{name} refused a conversation that Jinja2 renders"
+    assert rendered >= 150, f"only {rendered} templates rendered; refused: {refused}"
+    print(f"\n{rendered} rendered, {len(refused)} refused as Jinja2 does, in {elapsed:.1f}s",
+          file=sys.stderr)
