@@ -116,8 +116,7 @@ class Environment:
                 self._refuse(f"No test named {node.name!r}.", node, name, source)
             elif isinstance(node, ast.Stmt | ast.Expr) and kind not in self.handlers:
                 self._refuse(f"no handler for {kind.__name__} nodes", node, name, source)
-            if kind is ast.Logical and type(node.left) is ast.Const and \
-                    bool(node.left.value) == (node.op == "or"):
+            if kind is ast.Logical and self._short_circuits(node):
                 continue  # `none and x`: Jinja2 folds the constant away and never compiles x
             inner = INNER_FIELDS.get(kind) or getattr(kind, "jinja_inner_fields", ())
             soft = soft or kind is ast.If or kind is ast.CondExpr
@@ -125,6 +124,17 @@ class Environment:
                 if field != "span":
                     value = getattr(node, field)
                     stack.extend((child, soft and field not in inner) for child in ast.nodes_in(value))
+
+    def _short_circuits(self, node: ast.Logical) -> bool:
+        """Whether the left operand is a constant (as Jinja2's optimizer folds constants, filters
+        and tests included) that decides the `and`/`or` without the right operand."""
+        if not _foldable(node.left, self.filters, self.tests):
+            return False
+        try:
+            value = Evaluator(self, self.handlers, None, "").eval(node.left, Scope())
+        except Exception:  # noqa: BLE001 - a failing constant is not folded by Jinja2 either
+            return False
+        return bool(value) == (node.op == "or")
 
     @staticmethod
     def _refuse(message: str, node: ast.Node, name: Optional[str], source: str) -> None:
@@ -163,6 +173,28 @@ class Environment:
         if passed in ("context", "eval_context"):
             return fn(RenderContext(self), value, *args, **(kwargs or {}))
         return fn(value, *args, **(kwargs or {}))
+
+
+def _foldable(node: Any, filters: dict, tests: dict) -> bool:
+    """Whether every part of an expression is constant for Jinja2's optimizer."""
+    for part in ast.walk(node):
+        kind = type(part)
+        if kind is ast.Filter:
+            fn = filters.get(part.name)
+            passed = getattr(getattr(fn, "jinja_pass_arg", None), "name", getattr(fn, "jinja_pass_arg", None))
+            if fn is None or passed == "context" or part.value is None:
+                return False
+        elif kind is ast.Test:
+            if part.name not in tests:
+                return False
+        elif kind not in _FOLDABLE:
+            return False
+    return True
+
+
+_FOLDABLE = {ast.Const, ast.ListLiteral, ast.TupleLiteral, ast.DictLiteral, ast.Binary, ast.Unary,
+             ast.Logical, ast.Concat, ast.Compare, ast.CondExpr, ast.GetAttr, ast.GetItem, ast.Slice,
+             ast.Arguments}
 
 
 # Fields evaluated in a new frame in Jinja2's compiler (so no longer "soft", see _check).

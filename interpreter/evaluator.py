@@ -124,9 +124,9 @@ def exec_for(ev: Evaluator, node: ast.For, scope: Scope) -> None:
 
 
 def run_loop(ev: Evaluator, node: ast.For, scope: Scope, iterable: Any, depth0: int) -> None:
-    items = loop_items(iterable)
+    iterator, length = loop_iterator(iterable)
     if node.condition is not None:
-        items = _filtered(ev, node, scope, items)
+        iterator, length = _filtered(ev, node, scope, iterator), None
     recurse = None
     if node.recursive:
         def recurse(inner: Any, depth: int) -> str:
@@ -138,14 +138,13 @@ def run_loop(ev: Evaluator, node: ast.For, scope: Scope, iterable: Any, depth0: 
             finally:
                 ev.out = saved
                 ev.budget.leave()
-    loop = LoopContext(items, depth0, ev.undefined, recurse)
+    loop = LoopContext(iterator, length, depth0, ev.undefined, recurse)
     completed = False  # Jinja2 runs `else` unless some iteration ran its body to the end
-    for index0, item in enumerate(items):
+    for item in loop:
         ev.budget.iterate(1)
         ev.steps -= 1  # an iteration is a step even when its body is empty
         if ev.steps <= 0:
             ev.steps = ev.budget.refuel()
-        loop.index0 = index0
         inner = Scope(scope)
         assign(ev, node.target, item, inner)
         inner.vars["loop"] = loop
@@ -159,22 +158,33 @@ def run_loop(ev: Evaluator, node: ast.For, scope: Scope, iterable: Any, depth0: 
         ev.run(node.otherwise, scope)
 
 
-def _filtered(ev: Evaluator, node: ast.For, scope: Scope, items: list) -> list:
-    """The items that pass `for ... if condition`. As Jinja2's generator does, an item unpacked
-    into a tuple target comes out as a tuple of its parts (a list item becomes a tuple)."""
-    kept = []
+def _filtered(ev: Evaluator, node: ast.For, scope: Scope, items: Any) -> Any:
+    """The items that pass `for ... if condition`, lazily. As Jinja2's generator does, an item
+    unpacked into a tuple target comes out as a tuple of its parts (a list becomes a tuple)."""
     for item in items:
         inner = Scope(scope)
         assign(ev, node.target, item, inner)
         if ev.eval(node.condition, inner):
-            kept.append(_rebuilt(node.target, inner) if type(node.target) is ast.TupleTarget else item)
-    return kept
+            yield _rebuilt(node.target, inner) if type(node.target) is ast.TupleTarget else item
 
 
 def _rebuilt(target: Any, scope: Scope) -> Any:
     if type(target) is ast.TupleTarget:
         return tuple(_rebuilt(sub, scope) for sub in target.items)
     return scope.vars[target.name]
+
+
+def loop_iterator(iterable: Any) -> tuple[Any, Any]:
+    """An iterator over what a for loop walks, and its length when known without walking it."""
+    if isinstance(iterable, str):
+        return iter(iterable), len(iterable)  # a Marked string yields marked characters
+    if iterable is None:
+        raise TypeError("'NoneType' object is not iterable")
+    iterator = iter(iterable)
+    try:
+        return iterator, len(iterable)
+    except TypeError:
+        return iterator, None
 
 
 def loop_items(iterable: Any) -> list:

@@ -40,7 +40,9 @@ def eval_getattr(ev, node: ast.GetAttr, scope):
 
 def eval_getitem(ev, node: ast.GetItem, scope):
     obj = ev.eval(node.obj, scope)
-    if type(node.key) is ast.Slice:  # Jinja2 slices with plain Python subscription
+    if type(node.key) is ast.Slice and not is_constant(node.obj):
+        # Jinja2 slices with plain Python subscription, except where its optimizer folded a
+        # constant (then a failing slice is undefined, as any failing item access)
         key = ev.eval(node.key, scope)
         return marks.getitem(obj, key) if isinstance(obj, str) else obj[key]
     return get_item(obj, ev.eval(node.key, scope), ev.undefined, ev.mutable)
@@ -49,6 +51,24 @@ def eval_getitem(ev, node: ast.GetItem, scope):
 def eval_slice(ev, node: ast.Slice, scope):
     part = lambda n: None if n is None else ev.eval(n, scope)
     return slice(part(node.start), part(node.stop), part(node.step))
+
+
+def is_constant(node: Any) -> bool:
+    """Whether Jinja2's optimizer would fold `node` to a constant at compile time."""
+    kind = type(node)
+    if kind is ast.Const:
+        return True
+    if kind in (ast.ListLiteral, ast.TupleLiteral):
+        return all(is_constant(item) for item in node.items)
+    if kind is ast.DictLiteral:
+        return all(is_constant(k) and is_constant(v) for k, v in node.pairs)
+    if kind in (ast.Binary, ast.Logical):
+        return is_constant(node.left) and is_constant(node.right)
+    if kind is ast.Unary:
+        return is_constant(node.operand)
+    if kind is ast.Concat:
+        return all(is_constant(item) for item in node.items)
+    return False
 
 
 # ---------------------------------------------------------------------------- calls
@@ -124,7 +144,7 @@ def eval_binary(ev, node: ast.Binary, scope):
         return left + right
     if op == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
         ev.budget.limits.check_size(len(left) + len(right))
-    if op == "+" and (is_safe(left) or is_safe(right)):
+    if op == "+" and not isinstance(left, Undefined) and (is_safe(left) or is_safe(right)):
         return markup_add(left, right)  # safe text escapes what is added to it
     if node.op == "%" and isinstance(left, str):
         return markup_mod(left, right) if is_safe(left) else percent_format(left, right)

@@ -5,7 +5,7 @@ Python object is reachable (see values.get_attribute).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from .errors import TemplateRuntimeError
 from .undefined import Undefined
@@ -34,18 +34,45 @@ class LoopContext:
                                   "length", "previtem", "nextitem", "depth", "depth0", "cycle",
                                   "changed"})
 
-    def __init__(self, items: list, depth0: int, undefined: type,
+    def __init__(self, iterator: Iterator, length: Optional[int], depth0: int, undefined: type,
                  recurse: Optional[Callable[[Any, int], str]] = None) -> None:
-        self.items = items
+        # Lazy, as Jinja2's: an item is produced only when the loop reaches it, or when
+        # `last`/`nextitem` peek one ahead, or when `length`/`revindex` need them all.
+        self._iterator = iterator
+        self._length = length
+        self._after: Any = _NOTHING   # the item peeked at, not yet reached
+        self._before: Any = _NOTHING
+        self._current: Any = _NOTHING
         self.index0 = -1
         self.depth0 = depth0
         self.undefined = undefined
         self.recurse = recurse
         self._last_changed: Any = _NOTHING
 
+    def __iter__(self) -> "LoopContext":
+        return self
+
+    def __next__(self) -> Any:
+        if self._after is not _NOTHING:
+            item, self._after = self._after, _NOTHING
+        else:
+            item = next(self._iterator)
+        self.index0 += 1
+        self._before, self._current = self._current, item
+        return item
+
+    def _peek(self) -> Any:
+        if self._after is _NOTHING:
+            self._after = next(self._iterator, _NOTHING)
+        return self._after
+
     @property
     def length(self) -> int:
-        return len(self.items)
+        if self._length is None:
+            rest = list(self._iterator)
+            self._iterator = iter(rest)
+            self._length = len(rest) + self.index0 + 1 + (self._after is not _NOTHING)
+        return self._length
 
     @property
     def index(self) -> int:
@@ -53,11 +80,11 @@ class LoopContext:
 
     @property
     def revindex0(self) -> int:
-        return len(self.items) - self.index0 - 1
+        return self.length - self.index0 - 1
 
     @property
     def revindex(self) -> int:
-        return len(self.items) - self.index0
+        return self.length - self.index0
 
     @property
     def first(self) -> bool:
@@ -65,7 +92,7 @@ class LoopContext:
 
     @property
     def last(self) -> bool:
-        return self.index0 == len(self.items) - 1
+        return self._peek() is _NOTHING
 
     @property
     def depth(self) -> int:
@@ -75,13 +102,14 @@ class LoopContext:
     def previtem(self) -> Any:
         if self.index0 == 0:
             return self.undefined("there is no previous item")
-        return self.items[self.index0 - 1]
+        return self._before
 
     @property
     def nextitem(self) -> Any:
-        if self.index0 + 1 >= len(self.items):
+        item = self._peek()
+        if item is _NOTHING:
             return self.undefined("there is no next item")
-        return self.items[self.index0 + 1]
+        return item
 
     def cycle(self, *args: Any) -> Any:
         if not args:

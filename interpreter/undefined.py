@@ -91,6 +91,9 @@ class ChainableUndefined(Undefined):
     def __getitem__(self, key: Any) -> Any:
         return self
 
+    def __html__(self) -> str:  # as Jinja2's: it counts as escaped text
+        return str(self)
+
     def __hash__(self) -> int:
         return id(type(self))
 

@@ -161,6 +161,10 @@ def _item(obj: Any, key: Any) -> Any:
         if isinstance(key, (slice, int)):
             return marks.getitem(obj, key)
         raise TypeError("string indices must be integers")
+    if isinstance(obj, str):  # Markup and other str subclasses index themselves
+        if isinstance(key, (slice, int)):
+            return obj[key]
+        raise TypeError("string indices must be integers")
     if hasattr(t, "jinja_attribute") and isinstance(key, str):
         return t.jinja_attribute(obj, key)
     raise TypeError(f"{t.__name__} is not subscriptable")

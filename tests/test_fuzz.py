@@ -221,14 +221,14 @@ def only_template_errors(render, *args, **kwargs) -> None:
         pass
 
 
-@budget(1500)
+@budget(1200)
 @given(source=expressions(), x=hostile)
 def test_hostile_values_through_expressions_raise_only_template_errors(source, x):
     for env in (PLAIN, CHAT, STRICT):
         only_template_errors(lambda: env.from_string(source).render(x=x))
 
 
-@budget(600)
+@budget(500)
 @given(source=expressions(), x=hostile)
 def test_hostile_values_marked_as_input_raise_only_template_errors(source, x):
     chat = jinjamark.ChatTemplate(source)
@@ -283,7 +283,7 @@ def messages(draw):
     return out
 
 
-@budget(500)
+@budget(400)
 @given(name=st.sampled_from(SELECTED), conversation=messages(), tools=st.none() | hostile,
        documents=st.none() | hostile, extra=hostile, agp=st.booleans())
 def test_hostile_conversations_through_chat_templates_raise_only_template_errors(

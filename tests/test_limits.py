@@ -32,7 +32,7 @@ DEFAULTS = jinjamark.Limits()
 # ---------------------------------------------------------------------------- helpers
 
 @contextlib.contextmanager
-def address_space_cap(headroom: int = 2 << 30):
+def address_space_cap(headroom: int = 1 << 30):
     """Let the process grow by at most `headroom` bytes (Linux; elsewhere no cap)."""
     try:
         import resource

@@ -425,11 +425,12 @@ def leaf(scope):
     return st.one_of(literal(), variable(scope))
 
 
-def s(draw, depth: int, scope: dict) -> Node:
-    """A string expression."""
+def s(draw, depth: int, scope: dict, printed: bool = False) -> Node:
+    """A string expression. |tojson gives safe text (Markup), which `+` and `%` would escape
+    into: it is only printed, never an operand (the model knows no autoescaping)."""
     if depth <= 0 or draw(st.integers(0, 3)) == 0:
         return draw(leaf(scope))
-    name = draw(st.sampled_from(sorted(EXPRESSIONS)))
+    name = draw(st.sampled_from(sorted(EXPRESSIONS) if printed else OPERANDS))
     return EXPRESSIONS[name](draw, depth - 1, scope)
 
 
@@ -946,7 +947,7 @@ def run_all(stmts, env, out):
 def stmt(draw, depth: int, scope: dict) -> Stmt:
     kind = draw(st.sampled_from(["print", "print", "text"] + (sorted(STATEMENTS) if depth > 0 else [])))
     if kind == "print":
-        return output(s(draw, depth + 1, scope))
+        return output(s(draw, depth + 1, scope, printed=True))
     if kind == "text":
         text = draw(LIT_TEXT)
         return Stmt(text, lambda env, out: out.append(lit(text)))
@@ -1091,6 +1092,7 @@ STATEMENTS: dict[str, Callable] = {
     "{% filter %}": st_filter_block, "namespace attributes": st_namespace,
 }
 OPERATIONS = {**EXPRESSIONS, **STATEMENTS}
+OPERANDS = sorted(set(EXPRESSIONS) - {"|tojson"})
 
 
 # ---------------------------------------------------------------------------- examples
@@ -1263,3 +1265,16 @@ def test_filter_block_keeps_marks():
 def test_loop_previtem_and_nextitem_keep_marks():
     source = "{% for x in ['a', u] %}{{ loop.previtem|default('^') }}{{ loop.nextitem|default('$') }}{% endfor %}"
     assert parts(source, u="</s>") == [("^", False), ("</s>", True), ("a$", False)]
+
+
+def test_tojson_keeps_input_characters_inside_their_escapes():
+    assert parts("{{ {'k': u}|tojson }}", u='<"\ue000') == [
+        ('{"k": "', False), ("\\u003c\\\"\\ue000", True), ('"}', False)]
+
+
+def test_indexing_and_slicing_the_text_of_tojson_give_its_characters():
+    source = "{{ (u|tojson)[0] }}|{{ (u|tojson)[1:-1] }}|{{ (v|tojson)[0] }}"
+    want = jinja2.Environment().from_string(source).render(u="\ue000", v=["a"])
+    assert ENV.from_string(source).render(u="\ue000", v=["a"]) == want
+    assert parts(source, u="\ue000", v=["a"]) == [
+        ('"|', False), ("\\ue000", True), ("|[", False)]
