@@ -92,7 +92,7 @@ def test_tests_see_marked_strings_as_strings():
 
 
 def test_runtime_objects_answer_type_tests_by_what_they_are():
-    loop = LoopContext([1, 2], 0, jinjamark.Undefined)
+    loop = LoopContext(iter([1, 2]), 2, 0, jinjamark.Undefined)
     assert TESTS["callable"](Method("x", "upper", str.upper)) and TESTS["callable"](loop)
     assert TESTS["callable"](Joiner()) and not TESTS["callable"](Cycler(1))
     assert not TESTS["mapping"](Namespace(a=1)) and not TESTS["sequence"](Namespace())
