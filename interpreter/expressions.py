@@ -152,6 +152,7 @@ def eval_binary(ev, node: ast.Binary, scope):
         ev.env.limits.check_power(left, right)
     elif node.op == "*":
         ev.env.limits.check_repeat(left, right)
+        ev.env.limits.check_product(left, right)
     return BINARY[node.op](left, right)
 
 

@@ -10,7 +10,7 @@ import re
 import textwrap
 from typing import Any, Optional
 
-from .limits import check_width
+from .limits import check_printable, check_size, check_width
 from . import marks
 from .environment_tools import pass_environment
 from .filters_support import FilterArgumentError, text
@@ -79,6 +79,7 @@ def do_format(value: Any, *args: Any, **kwargs: Any) -> str:
 def do_indent(s: Any, width: Any = 4, first: bool = False, blank: bool = False) -> Any:
     check_width(width)
     indention = width if isinstance(width, str) else " " * width
+    check_size(len(s) + (str(s).count("\n") + 2) * len(indention) if isinstance(s, str) else 0)
     newline = "\n"
     is_markup = isinstance(s, Markup)
     # Jinja2 appends a newline before splitting (so a trailing newline keeps its line); `+`
@@ -98,6 +99,7 @@ def do_indent(s: Any, width: Any = 4, first: bool = False, blank: bool = False) 
 @pass_environment
 def do_truncate(env: Any, s: Any, length: int = 255, killwords: bool = False, end: str = "...",
                 leeway: Optional[int] = None) -> Any:
+    check_width(length)
     if leeway is None:
         leeway = env.policies.get("truncate.leeway", 5)
     if length < len(end):
@@ -122,6 +124,7 @@ def do_wordcount(s: Any) -> int:
 def do_wordwrap(env: Any, s: Any, width: int = 79, break_long_words: bool = True,
                 wrapstring: Optional[str] = None, break_on_hyphens: bool = True) -> str:
     """Each line of `s` wrapped on its own; every wrapped line is a run of its line's characters."""
+    check_width(width)
     if wrapstring is None:
         wrapstring = getattr(env, "newline_sequence", "\n")
     paragraphs = []
@@ -169,4 +172,5 @@ def do_filesizeformat(value: Any, binary: bool = False) -> str:
 
 
 def do_pprint(value: Any) -> str:
+    check_printable(value)
     return marks.taint(pprint.pformat(value), value)

@@ -17,7 +17,7 @@ import string
 from _string import formatter_field_name_split  # type: ignore[import-not-found]
 from typing import Any, Optional
 
-from .limits import check_format
+from .limits import check_percent, check_size, check_spec
 from . import marks
 from .errors import SecurityError
 from .undefined import Undefined
@@ -38,7 +38,7 @@ _CONVERSION = re.compile(
 
 def percent_format(fmt: str, params: Any) -> str:
     """`fmt % params` with marks."""
-    check_format(fmt)
+    check_percent(marks.plain(fmt), params)
     text = str.__mod__(marks.plain(fmt), params)
     if not marks.has_input(fmt) and not marks.has_input(params):
         return text
@@ -100,6 +100,7 @@ class SandboxedFormatter(string.Formatter):
         return obj, first
 
     def format_field(self, value: Any, format_spec: str) -> str:
+        check_spec(str(format_spec))
         if not self.escaping:
             return super().format_field(value, format_spec)
         from .markup import escape
@@ -141,8 +142,8 @@ def format_string(fmt: str, args: Any, kwargs: Any, escaping: bool = False,
                   undefined: type = Undefined) -> str:
     """`fmt.format(*args, **kwargs)` (or `format_map(kwargs)`), sandboxed, with marks."""
     formatter = SandboxedFormatter(undefined, escaping)
-    check_format(fmt)
     text = formatter.vformat(marks.plain(fmt), args, kwargs)
+    check_size(len(text))
     values = list(args) + list(kwargs.values()) if isinstance(kwargs, dict) else None
     if not marks.is_marked(fmt) and values is not None and _all_plain(*values):
         return text

@@ -7,7 +7,7 @@ from typing import Any
 from . import limits
 from .errors import LimitExceeded
 from .markup import Markup, escape_text
-from .runtime import Cycler, Joiner, Namespace
+from .runtime import Cycler, Function, Joiner, Namespace
 
 def safe_range(*args: int) -> range:
     """`range(...)`, refused beyond `Limits.max_range` items (100,000 by default, as Jinja2's
@@ -74,10 +74,7 @@ def _lorem_paragraph(min_words: int, max_words: int) -> str:
 
 
 GLOBALS: dict[str, Any] = {
-    "range": safe_range,
-    "dict": dict,
-    "lipsum": lipsum,
-    "cycler": Cycler,
-    "joiner": Joiner,
-    "namespace": Namespace,
+    name: Function(name, fn) for name, fn in (
+        ("range", safe_range), ("dict", dict), ("lipsum", lipsum), ("cycler", Cycler),
+        ("joiner", Joiner), ("namespace", Namespace))
 }

@@ -12,10 +12,12 @@ from json import encoder as _std
 from typing import Any
 
 from .marks import Marked, concat, has_input, make, mark, plain, taint
+from .limits import check_printable
 from .numbers import is_input_number
 
 
 def dumps(value: Any, **kwargs: Any) -> str:
+    check_printable(value)
     text = json.dumps(value, **kwargs)
     if not has_input(value):
         return text

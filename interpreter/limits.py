@@ -8,6 +8,7 @@ The limits of the render in progress are in a context variable, so that filters 
 from __future__ import annotations
 
 import contextvars
+import math
 import re
 import time
 from dataclasses import dataclass
@@ -23,8 +24,8 @@ class Limits:
     max_template_size: int = 1_000_000     # characters of template source
     max_nesting: int = 200                 # parser: how deeply constructs may nest
     max_output: int = 50_000_000           # characters written by one render (and any one string)
-    max_fuel: int = 50_000_000             # evaluation steps (AST nodes evaluated) per render
-    max_loop_iterations: int = 5_000_000   # iterations of all loops of one render together
+    max_fuel: int = 10_000_000             # evaluation steps (AST nodes evaluated) per render
+    max_loop_iterations: int = 1_000_000   # iterations of all loops of one render together
     max_recursion: int = 50                # nested macro calls plus recursive-loop depth
     max_range: int = 100_000               # items of `range()` (Jinja2's sandbox: the same)
     max_repeat: int = 10_000_000           # items made by `'ab' * n` or `[x] * n`
@@ -41,8 +42,15 @@ class Limits:
 
     def check_power(self, base: Any, exponent: Any) -> None:
         if (isinstance(base, int) and isinstance(exponent, int) and exponent > 0
-                and abs(base) > 1 and base.bit_length() * exponent > self.max_power_bits):
+                and abs(base) > 1 and exponent * math.log2(abs(base)) >= self.max_power_bits):
             raise LimitExceeded(f"the power would have more than {self.max_power_bits} bits")
+
+    def check_product(self, left: Any, right: Any) -> None:
+        """Integers grown by multiplication (`x * x` in a loop) are bounded like powers."""
+        if (type(left) is not bool and type(right) is not bool and isinstance(left, int)
+                and isinstance(right, int)
+                and left.bit_length() + right.bit_length() > self.max_power_bits + 1):
+            raise LimitExceeded(f"the product would have more than {self.max_power_bits} bits")
 
     def check_size(self, size: int) -> None:
         """A string or list about to be built from pieces of this total size."""
@@ -51,6 +59,8 @@ class Limits:
                                 f"({self.max_output})")
 
     def check_width(self, width: Any) -> None:
+        if isinstance(width, str):
+            width = len(width)  # indent("    ") and friends take a string as the width
         if isinstance(width, int) and width > self.max_format_width:
             raise LimitExceeded(f"width {width} is over the limit ({self.max_format_width})")
 
@@ -81,22 +91,74 @@ def check_width(width: Any) -> None:
 
 
 _NUMBERS = re.compile(r"\d+")
-_PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\d*)(?:\.(\d*))?")
+_PERCENT_SPEC = re.compile(r"%(\([^)]*\))?[-#0 +]*(\*|\d*)(?:\.(\*|\d*))?[hlL]?(.?)")
 
 
-def check_format(fmt: str) -> None:
-    """Widths and precisions in a `%` or `{}` format string."""
+def check_percent(fmt: str, params: Any) -> None:
+    """Widths and precisions of a `%` format, `*` ones (taken from the arguments) included."""
     limits = _current.get()
-    if "%" in fmt:
-        for m in _PERCENT_SPEC.finditer(fmt):
-            for group in m.groups():
-                if group and len(group) > 3:
-                    limits.check_width(int(group))
-    if "{" in fmt:
-        for spec in re.findall(r":([^{}]*)\}", fmt):
-            for digits in _NUMBERS.findall(spec):
-                if len(digits) > 3:
-                    limits.check_width(int(digits))
+    args = params if isinstance(params, tuple) else (params,)
+    values = params.values() if isinstance(params, dict) else args
+    limits.check_size(len(fmt) + sum(len(v) for v in values if isinstance(v, str)))
+    position = 0
+    for m in _PERCENT_SPEC.finditer(fmt):
+        if m.group(4) == "%":
+            continue
+        for group in (m.group(2), m.group(3)):
+            if group == "*":
+                if position < len(args):
+                    limits.check_width(args[position])
+                position += 1
+            elif group:
+                limits.check_width(int(group))
+        position += 1
+
+
+def check_spec(spec: str) -> None:
+    """The widths and precisions of one `{}` format spec, nested fields already filled in."""
+    if spec:
+        limits = _current.get()
+        for digits in _NUMBERS.findall(spec):
+            limits.check_width(int(digits))
+
+
+def check_size(size: int) -> None:
+    _current.get().check_size(size)
+
+
+def check_printable(value: Any) -> None:
+    """Refuse to print (repr, JSON) a value whose text would pass the output limit. The walk
+    stops as soon as it has seen too much; a container inside itself prints as `[...]` once."""
+    most = _current.get().max_output
+    seen = steps = 0
+    path: set[int] = set()              # the containers being walked, for cycles
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        steps += 1
+        if item is _LEAVE:
+            path.discard(stack.pop())
+            continue
+        if isinstance(item, str):
+            seen += len(item) + 4
+        elif isinstance(item, (dict, list, tuple)):
+            if id(item) in path:
+                seen += 5
+                continue
+            path.add(id(item))
+            stack.extend((id(item), _LEAVE))
+            seen += 2 * len(item) + 2
+            stack.extend(item.values() if isinstance(item, dict) else item)
+            if isinstance(item, dict):
+                stack.extend(item.keys())
+        else:
+            seen += 8
+        if seen > most or steps > _MAX_PRINT_STEPS:
+            raise LimitExceeded(f"printing this value would pass the output limit ({most})")
+
+
+_LEAVE = object()
+_MAX_PRINT_STEPS = 5_000_000  # a value of more parts than this is no prompt
 
 
 class Budget:

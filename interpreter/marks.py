@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
+from .limits import check_size
+
 Spans = tuple  # tuple[tuple[int, int], ...]
 
 
@@ -97,10 +99,10 @@ class Marked(str):
         return splitlines(self, keepends)
 
     def partition(self, sep):
-        return _partition(self, sep, str.find)
+        return partition(self, sep, str.find)
 
     def rpartition(self, sep):
-        return _partition(self, sep, str.rfind)
+        return partition(self, sep, str.rfind)
 
     def replace(self, old, new, count=-1):
         return replace(self, old, new, count)
@@ -264,6 +266,7 @@ def join(separator: str, items: Iterable[str]) -> str:
     items = list(items)
     if not items:
         return ""
+    check_size(sum(len(i) for i in items if isinstance(i, str)) + len(separator) * (len(items) - 1))
     pieces = [items[0]]
     for item in items[1:]:
         pieces.append(separator)
@@ -354,7 +357,7 @@ def _locate(s: str, parts: list[str]) -> list[tuple[int, int]]:
     return bounds
 
 
-def _partition(s: str, sep: str, find) -> tuple:
+def partition(s: str, sep: str, find) -> tuple:
     i = find(s, sep)
     if i < 0:
         return (s, "", "") if find is str.find else ("", "", s)
@@ -363,6 +366,10 @@ def _partition(s: str, sep: str, find) -> tuple:
 
 def replace(s: str, old: str, new: str, count: int = -1) -> str:
     """Each replacement keeps its own provenance; untouched characters keep theirs."""
+    if len(new) > len(old):
+        found = len(s) + 1 if not old else str.count(s, old)
+        found = found if count < 0 else min(found, count)
+        check_size(len(s) + found * (len(new) - len(old)))
     if type(s) is not Marked and type(new) is not Marked:
         return str.replace(s, old, new, count)
     if not old:

@@ -104,7 +104,21 @@ def _width_checked(name: str) -> Callable:
     return call
 
 
+def _partitioner(name: str, find: Callable) -> Callable:
+    """partition/rpartition: all three pieces are the receiver's own characters (Python hands
+    back the separator argument itself, which would carry the argument's marks instead)."""
+    def call(receiver: str, sep: str, /) -> tuple:
+        if isinstance(receiver, Markup):
+            return getattr(receiver, name)(sep)
+        getattr(str, name)("", sep)  # Python's own argument checks
+        return marks.partition(receiver, sep, find)
+    call.__name__ = name
+    return call
+
+
 _STR_SPECIAL: dict[str, Callable] = {
+    "partition": _partitioner("partition", str.find),
+    "rpartition": _partitioner("rpartition", str.rfind),
     "zfill": _width_checked("zfill"),
     "expandtabs": _width_checked("expandtabs"),
     "format": _str_format,

@@ -124,7 +124,7 @@ class LoopContext:
 
     def jinja_attribute(self, name: str) -> Any:
         if name in self.jinja_attributes:
-            return getattr(self, name)
+            return _exposed(self, name)
         raise KeyError(name)
 
     def __call__(self, iterable: Any) -> str:
@@ -193,8 +193,11 @@ class Cycler:
 
     def jinja_attribute(self, name: str) -> Any:
         if name in self.jinja_attributes:
-            return getattr(self, name)
+            return _exposed(self, name)
         raise KeyError(name)
+
+    def __repr__(self) -> str:
+        return "<Cycler>"
 
 
 class Joiner:
@@ -215,6 +218,36 @@ class Joiner:
 
     def jinja_attribute(self, name: str) -> Any:
         raise KeyError(name)
+
+    def __repr__(self) -> str:
+        return "<Joiner>"
+
+
+class Function:
+    """A global function as templates see it: callable, with nothing else reachable."""
+
+    jinja_type_name = "function"
+
+    def __init__(self, name: str, fn: Callable) -> None:
+        self.name = name
+        self.fn = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def jinja_attribute(self, name: str) -> Any:
+        raise KeyError(name)
+
+    def __repr__(self) -> str:
+        return f"<builtin {self.name}>"
+
+
+def _exposed(obj: Any, name: str) -> Any:
+    """An attribute of a runtime object; a method comes out wrapped, never as a bound method."""
+    value = getattr(obj, name)
+    if callable(value) and hasattr(type(obj), name) and callable(getattr(type(obj), name)):
+        return Method(obj, name, getattr(type(obj), name))
+    return value
 
 
 class Method:

@@ -13,7 +13,9 @@ from . import marks
 from .marks import Marked, concat
 from .methods import lookup_method, is_unsafe_method
 from .numbers import InputFloat, InputInt, as_input
-from .runtime import Method, unsafe_attribute
+from .errors import LimitExceeded
+from .limits import check_printable
+from .runtime import Function, Method, unsafe_attribute
 from .undefined import Undefined
 
 
@@ -31,13 +33,29 @@ def to_string(value: Any) -> str:
     if isinstance(value, Undefined):
         return str(value)
     if isinstance(value, (list, tuple, dict)) or t in _VIEWS:
+        check_printable(value)
         return repr_value(value)
     if isinstance(value, str):
         return value
-    return str(value)
+    return safe_repr(value)
+
+
+def safe_repr(value: Any) -> str:
+    """How an object outside the data model prints: its own repr if it is one of ours, else its
+    kind and name only (no module path, no memory address)."""
+    if hasattr(type(value), "jinja_attribute") or isinstance(value, Undefined):
+        return repr(value)
+    if isinstance(value, (int, float, complex)):
+        return str(value)
+    if isinstance(value, _PLAIN_DATA) or getattr(type(value), "jinja_plain_repr", False):
+        return repr(value)
+    if callable(value):
+        return f"<callable {getattr(value, '__name__', type(value).__name__)}>"
+    return f"<{type(value).__name__} object>"
 
 
 _VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
+_PLAIN_DATA = (range, set, frozenset, bytes, bytearray, slice)  # their repr shows only data
 
 
 def repr_value(value: Any, _depth: int = 0) -> str:
@@ -47,10 +65,11 @@ def repr_value(value: Any, _depth: int = 0) -> str:
         return marks.mark(repr(value))
     if t is Marked:
         text = repr(value)
+        wrapper = "Markup(" if hasattr(value, "__html__") else ""  # safe text, as markupsafe's
         # the characters between the quotes are the string's own when nothing was escaped
         if len(text) == len(value) + 2:
-            return concat((text[0], value, text[-1]))
-        return marks.mark(text)
+            return concat((wrapper, text[0], value, text[-1], ")" if wrapper else ""))
+        return marks.mark(wrapper + text + (")" if wrapper else ""))
     if _depth > 100:
         raise RecursionError("value nests too deeply to print")
     if t is list:
@@ -74,9 +93,11 @@ def repr_value(value: Any, _depth: int = 0) -> str:
             pieces.extend((repr_value(k, _depth + 1), ": ", repr_value(v, _depth + 1)))
         pieces.append("}")
         return concat(pieces)
-    if isinstance(value, Undefined):
+    if t is str or t is int or t is float or t is bool or value is None:
         return repr(value)
-    return repr(value)
+    if isinstance(value, str):
+        return repr(value)  # Markup and other str subclasses
+    return safe_repr(value) if not isinstance(value, (set, frozenset)) else repr(value)
 
 
 def _join_reprs(items: Any, depth: int) -> str:
@@ -99,7 +120,7 @@ def get_attribute(obj: Any, name: Any, undefined: type, mutable: bool = False) -
     if isinstance(obj, Undefined):
         return obj.attribute(name)
     if isinstance(name, str):
-        if name.startswith("_") and hasattr(type(obj), name):
+        if name.startswith("_") and _python_has(obj, name):
             # A Python internal (`__class__`, `__init__`): as Jinja2's sandbox, an undefined
             # that raises SecurityError when used. Its value is never looked at.
             return unsafe_attribute(undefined, obj, name)
@@ -120,7 +141,7 @@ def get_item(obj: Any, key: Any, undefined: type, mutable: bool = False) -> Any:
         return _item(obj, key)
     except (LookupError, TypeError):
         pass
-    if isinstance(key, str) and key.startswith("_") and hasattr(type(obj), key):
+    if isinstance(key, str) and key.startswith("_") and _python_has(obj, key):
         return unsafe_attribute(undefined, obj, key)
     if isinstance(key, str) and not key.startswith("_"):
         found = _attribute(obj, key, undefined, mutable)
@@ -130,6 +151,14 @@ def get_item(obj: Any, key: Any, undefined: type, mutable: bool = False) -> Any:
 
 
 _ABSENT = object()
+
+
+def _python_has(obj: Any, name: str) -> bool:
+    """Whether Python would find `name` on `obj` (as Jinja2's sandbox asks before refusing it).
+    Only the type is asked, never the value; a global function is asked about what it wraps."""
+    if type(obj) is Function:
+        return hasattr(type(obj.fn), name) or hasattr(obj.fn, name) and name.startswith("__")
+    return hasattr(type(obj), name)
 
 
 def _attribute(obj: Any, name: str, undefined: type, mutable: bool) -> Any:
@@ -172,22 +201,30 @@ def _item(obj: Any, key: Any) -> Any:
 
 # ---------------------------------------------------------------------------- input data
 
-def mark_input(data: Any) -> Any:
+MAX_INPUT_DEPTH = 200
+
+
+def mark_input(data: Any, _depth: int = 0) -> Any:
     """JSON-like data with every string (keys too) and number marked as input; containers are
-    copied, the caller's data is left as it was."""
+    copied, the caller's data is left as it was. Data nested deeper than MAX_INPUT_DEPTH (or
+    containing itself) is refused with LimitExceeded."""
     t = type(data)
     if t is str:
         return marks.mark(data) if data else data
-    if t is dict:
-        return {_mark_leaf(k): _mark_leaf(v) for k, v in data.items()}
-    if t is list:
-        return [_mark_leaf(v) for v in data]
-    if t is tuple:
-        return tuple(_mark_leaf(v) for v in data)
+    if t is dict or t is list or t is tuple:
+        if _depth >= MAX_INPUT_DEPTH:
+            raise LimitExceeded(f"the input nests deeper than {MAX_INPUT_DEPTH} levels "
+                                "(or contains itself)")
+        depth = _depth + 1
+        if t is dict:
+            return {_mark_leaf(k, depth): _mark_leaf(v, depth) for k, v in data.items()}
+        if t is list:
+            return [_mark_leaf(v, depth) for v in data]
+        return tuple(_mark_leaf(v, depth) for v in data)
     return as_input(data)
 
 
-def _mark_leaf(value: Any) -> Any:
+def _mark_leaf(value: Any, depth: int) -> Any:
     if type(value) is str:  # most leaves: no further call
         return marks.mark(value) if value else value
-    return mark_input(value)
+    return mark_input(value, depth)

@@ -5,8 +5,18 @@ The corpus is a copy inside tests/ so that a fresh clone is whole; nothing here 
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 from typing import Callable, NamedTuple
+
+from hypothesis import settings
+
+# The suite must give the same verdict on every run (CI lands nothing on a flaky failure), so the
+# property tests draw the same examples each time. Exploring new examples is a separate, long
+# run: JINJAMARK_HYPOTHESIS=explore pytest (random draws, failures saved in .hypothesis/).
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("JINJAMARK_HYPOTHESIS", "ci"))
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"
 TEMPLATES = CORPUS / "templates"

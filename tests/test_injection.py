@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -177,7 +178,11 @@ def check_render(report: Report, label: str, source: str, fixture: dict) -> None
                 report.leaks.append(f"{label}: user character {injected[i]!r} at {i} outside input: "
                                     f"...{injected[max(0, i - 30):i + 30]!r}...")
     user_tokens = {t for s in user_strings(fixture) for t in TOKEN.findall(s)}
-    for token in user_tokens:
+    # the forms a template may copy a token in: as is (also after strip), and JSON-escaped with
+    # and without ensure_ascii ('<｜Assistant｜>' -> '<\\uff5cAssistant\\uff5c>')
+    forms = {form for t in user_tokens
+             for form in (t, json.dumps(t)[1:-1], json.dumps(t, ensure_ascii=False)[1:-1])}
+    for token in forms:
         for m in re.finditer(re.escape(token), injected):
             if any(derived[m.start():m.end()]):
                 report.injected_checked += 1
@@ -196,7 +201,8 @@ def check_render(report: Report, label: str, source: str, fixture: dict) -> None
                 continue
             report.template_tokens_checked += 1
             if any(flags[m.start():m.end()]):
-                report.template_tokens_marked.append(f"{label}: template token {token!r} at {m.start()} marked input")
+                report.template_tokens_marked.append(
+                    f"{label}: template token {token!r} at {m.start()} marked input")
 
 
 @functools.lru_cache(maxsize=1)

@@ -72,7 +72,8 @@ def test_documented_count_of_templates_building_tokens_from_input_is_current():
           f"partly from input: {', '.join(sorted(found))}")
     assert total == len(TEMPLATES) and len(CONVERSATIONS) == 19
     assert count == len(found), f"docs say {count}, the corpus gives {len(found)}: {sorted(found)}"
-    assert listed == set(found), f"listed but not found: {listed - set(found)}; found but not listed: {set(found) - listed}"
+    assert listed == set(found), \
+        f"listed but not found: {listed - set(found)}; found but not listed: {set(found) - listed}"
 
 
 def test_the_input_part_of_every_built_token_is_the_role():
