@@ -204,7 +204,7 @@ class Markup(str):
 
     def striptags(self) -> str:
         """Comments and tags removed, whitespace runs made one space, entities unescaped."""
-        return Markup(collapse_spaces(remove_tags(remove_comments(str.__str__(self))))).unescape()
+        return Markup(collapse_spaces(remove_tags(str.__str__(self)))).unescape()
 
     @classmethod
     def escape(cls, value: Any) -> str:
@@ -227,30 +227,26 @@ for _name in ("capitalize", "title", "lower", "upper", "swapcase", "casefold", "
 
 # ---------------------------------------------------------------------------- striptags
 
-def remove_comments(text: str) -> str:
-    """Drop `<!-- ... -->` the way markupsafe does: the first opener to the next closer, repeated
-    (removing one can make a new opener across the cut, so the search backs up three)."""
-    start = text.find("<!--")
-    while start != -1:
-        end = text.find("-->", start)
+def remove_tags(text: str) -> str:
+    """Drop comments and tags in one pass from left to right, as markupsafe 3.0.4 does: at each
+    '<', a comment runs to the next '-->' and a tag to the next '>'; at the first one left
+    unclosed the scan stops and the rest of the text stays as it is."""
+    kept, pos = [], 0
+    while (start := text.find("<", pos)) != -1:
+        if text.startswith("<!--", start):
+            end = text.find("-->", start + 4)
+            width = 3
+        else:
+            end = text.find(">", start)
+            width = 1
         if end == -1:
             break
-        text = text[:start] + text[end + 3:]
-        start = text.find("<!--", max(0, start - 3))
-    return text
-
-
-def remove_tags(text: str) -> str:
-    """Drop every `<...>`: from each '<' to the next '>'; an unclosed '<' stays, with the rest."""
-    out, pos = [], 0
-    while True:
-        start = text.find("<", pos)
-        end = text.find(">", start) if start != -1 else -1
-        if end == -1:
-            out.append(text[pos:])
-            return "".join(out)
-        out.append(text[pos:start])
-        pos = end + 1
+        kept.append(text[pos:start])
+        pos = end + width
+    if pos == 0:
+        return text
+    kept.append(text[pos:])
+    return "".join(kept)
 
 
 def collapse_spaces(text: str) -> str:
