@@ -127,17 +127,7 @@ def run_loop(ev: Evaluator, node: ast.For, scope: Scope, iterable: Any, depth0: 
     iterator, length = loop_iterator(iterable)
     if node.condition is not None:
         iterator, length = _filtered(ev, node, scope, iterator), None
-    recurse = None
-    if node.recursive:
-        def recurse(inner: Any, depth: int) -> str:
-            saved, ev.out = ev.out, []
-            ev.budget.enter()
-            try:
-                run_loop(ev, node, scope, inner, depth)
-                return concat(ev.out)
-            finally:
-                ev.out = saved
-                ev.budget.leave()
+    recurse = _recursion(ev, node, scope) if node.recursive else None
     loop = LoopContext(iterator, length, depth0, ev.undefined, recurse)
     completed = False  # Jinja2 runs `else` unless some iteration ran its body to the end
     for item in loop:
@@ -156,6 +146,20 @@ def run_loop(ev: Evaluator, node: ast.For, scope: Scope, iterable: Any, depth0: 
                 break
     if not completed:
         ev.run(node.otherwise, scope)
+
+
+def _recursion(ev: Evaluator, node: ast.For, scope: Scope) -> Callable[[Any, int], str]:
+    """`loop(items)` in a recursive loop: the same loop over `items`, one level deeper."""
+    def recurse(inner: Any, depth: int) -> str:
+        saved, ev.out = ev.out, []
+        ev.budget.enter()
+        try:
+            run_loop(ev, node, scope, inner, depth)
+            return concat(ev.out)
+        finally:
+            ev.out = saved
+            ev.budget.leave()
+    return recurse
 
 
 def _filtered(ev: Evaluator, node: ast.For, scope: Scope, items: Any) -> Any:

@@ -6,7 +6,6 @@ from typing import Any, Callable
 
 from . import marks
 from .grammar import ast
-from .errors import SecurityError, TemplateError, TemplateRuntimeError
 from .formatting import percent_format
 from .markup import is_safe, markup_add, markup_mod
 from .marks import Marked, concat
@@ -227,5 +226,4 @@ EXPRESSIONS: dict[type, Callable] = {
     ast.CondExpr: eval_condexpr,
 }
 
-__all__ = ["EXPRESSIONS", "call_value", "evaluate_arguments", "SecurityError", "TemplateError",
-           "TemplateRuntimeError"]
+__all__ = ["EXPRESSIONS", "call_value", "evaluate_arguments", "is_constant"]

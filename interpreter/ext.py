@@ -78,11 +78,11 @@ def _check_loop_controls(tree: ast.Template) -> None:
             raise TemplateSyntaxError(f"'{word}' is only allowed inside a for loop",
                                       lineno=node.span.line, column=node.span.column)
         function_body = FUNCTION_BODIES.get(kind) or getattr(kind, "jinja_function_field", None)
-        for field in getattr(kind, "__dataclass_fields__", ()):
-            if field == "span":
+        for name in getattr(kind, "__dataclass_fields__", ()):
+            if name == "span":
                 continue
-            inner = (in_loop or (kind is ast.For and field == "body")) and field != function_body
-            stack.extend((child, inner) for child in ast.nodes_in(getattr(node, field)))
+            inner = (in_loop or (kind is ast.For and name == "body")) and name != function_body
+            stack.extend((child, inner) for child in ast.nodes_in(getattr(node, name)))
 
 
 LOOPCONTROLS = Extension(

@@ -2,7 +2,6 @@
 urlencode, xmlattr, tojson. Output is what Jinja2 gives without autoescaping."""
 from __future__ import annotations
 
-import json
 import re
 from collections import abc
 from typing import Any, Iterable, Optional
