@@ -186,14 +186,11 @@ def _item(obj: Any, key: Any) -> Any:
         if isinstance(key, (slice, int)):
             return obj[key]
         raise TypeError("indices must be integers or slices")
-    if t is str or t is Marked:
-        if isinstance(key, (slice, int)):
-            return marks.getitem(obj, key)
-        raise TypeError("string indices must be integers")
-    if isinstance(obj, str):  # Markup and other str subclasses index themselves
-        if isinstance(key, (slice, int)):
-            return obj[key]
-        raise TypeError("string indices must be integers")
+    if isinstance(obj, str):
+        if not isinstance(key, (slice, int)):
+            raise TypeError("string indices must be integers")
+        # Markup and other str subclasses index themselves; str and Marked keep their marks
+        return marks.getitem(obj, key) if t is str or t is Marked else obj[key]
     if hasattr(t, "jinja_attribute") and isinstance(key, str):
         return t.jinja_attribute(obj, key)
     raise TypeError(f"{t.__name__} is not subscriptable")

@@ -133,18 +133,9 @@ def check_render(report: Report, label: str, source: str, fixture: dict) -> None
                    add_generation_prompt=True, **(fixture.get("kwargs") or {}))
     try:
         injected = oracle.render_chat(source, fixture, True, **SPECIAL_TOKENS)
-    except jinja2.exceptions.TemplateError as e:
-        bucket = report.refused if type(e) is jinja2.exceptions.TemplateError else report.cannot_render
-        bucket.append(label)
-        try:
-            jinjamark.ChatTemplate(source, special_tokens=SPECIAL_TOKENS).render_parts(
-                fixture["messages"], **context)
-        except jinjamark.TemplateError:
-            return
-        report.disagreements.append(f"{label}: Jinja2 raised {e!r}, jinjamark rendered")
-        return
-    except Exception as e:  # noqa: BLE001 - a Python error inside Jinja2: the template cannot render it
-        report.cannot_render.append(label)
+    except Exception as e:  # noqa: BLE001 - raise_exception, or a Python error inside Jinja2
+        refused = type(e) is jinja2.exceptions.TemplateError
+        (report.refused if refused else report.cannot_render).append(label)
         try:
             jinjamark.ChatTemplate(source, special_tokens=SPECIAL_TOKENS).render_parts(
                 fixture["messages"], **context)
