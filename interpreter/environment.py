@@ -234,6 +234,7 @@ class Template:
         template.tree = tree
         template.source = source
         template.name = name
+        template.memo = {}
         return template
 
     def __init__(self, source: str = "", **options: Any) -> None:
@@ -254,7 +255,7 @@ class Template:
 
     def _render(self, context: dict, overlay: Optional[dict] = None) -> list[str]:
         env = self.environment
-        ev = Evaluator(env, env.handlers, self.name, self.source)
+        ev = Evaluator(env, env.handlers, self.name, self.source, self.memo)
         token = limits.activate(env.limits)
         try:
             return self._run(ev, context, overlay)

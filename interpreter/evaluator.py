@@ -36,7 +36,7 @@ class Evaluator:
     """One render of one template."""
 
     def __init__(self, environment: Any, handlers: dict[type, Handler], name: str | None,
-                 source: str) -> None:
+                 source: str, memo: dict | None = None) -> None:
         self.env = environment
         self.undefined = environment.undefined
         self.mutable = not environment.immutable
@@ -46,6 +46,7 @@ class Evaluator:
         self.out: list[str] = []
         self.budget = Budget(environment.limits)
         self.steps = Budget.BATCH
+        self.memo = {} if memo is None else memo  # per template: facts about its nodes
 
     # ------------------------------------------------------------------ dispatch
     def eval(self, node: Any, scope: Scope) -> Any:
@@ -71,7 +72,6 @@ class Evaluator:
 
     def runtime_error(self, e: Exception, node: Any) -> TemplateRuntimeError:
         message = str(e) if not isinstance(e, KeyError) else f"key {e}"
-        message = message.replace("'Marked'", "'str'")  # our str subclass is a str to users
         error = TemplateRuntimeError(message or type(e).__name__)
         error.locate(node.span.line, node.span.column, self.name, self.source)
         return error
@@ -234,7 +234,9 @@ def exec_macro(ev: Evaluator, node: ast.Macro, scope: Scope) -> None:
 
 
 def make_macro(ev: Evaluator, name: str | None, params: tuple, body: tuple, closure: Scope) -> Macro:
-    used = _names_used(body)
+    used = ev.memo.get(id(body))  # the template keeps `body` alive, so its id is stable
+    if used is None:
+        used = ev.memo[id(body)] = _names_used(body)
     return Macro(name, params, _macro_invoker(ev, body, closure), "kwargs" in used,
                  "varargs" in used, "caller" in used)
 

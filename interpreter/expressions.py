@@ -89,15 +89,11 @@ def call_value(func: Any, args: list, kwargs: dict) -> Any:
     if isinstance(func, Undefined):
         func.fail()
     if not callable(func):
-        raise TypeError(f"{_type_name(func)!r} object is not callable")
+        raise TypeError(f"{type(func).__name__!r} object is not callable")
     for key in kwargs:
         if not isinstance(key, str):
             raise TypeError("keywords must be strings")
     return func(*args, **kwargs)
-
-
-def _type_name(value: Any) -> str:
-    return "str" if type(value) is Marked else type(value).__name__
 
 
 def eval_call(ev, node: ast.Call, scope):

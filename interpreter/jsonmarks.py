@@ -74,7 +74,7 @@ def _marked_dumps(value: Any, skipkeys: bool = False, ensure_ascii: bool = True,
 
 def _encode_marked(s: str, base) -> str:
     """The JSON string literal of `s`, each run of input characters marked inside its escapes."""
-    if type(s) is not Marked:
+    if not isinstance(s, Marked):
         return base(s)
     pieces = ['"']
     raw, pos = str.__str__(s), 0

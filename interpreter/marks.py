@@ -17,8 +17,14 @@ Spans = tuple  # tuple[tuple[int, int], ...]
 
 
 class Marked(str):
-    """A string some of whose characters came from input. Build with `make` or `mark`."""
+    """A string some of whose characters came from input. Build with `make` or `mark`.
 
+    Two concrete kinds: `Input`, every character input (most marked strings: what `mark_input`
+    makes and what one-to-one operations on it give; it has no per-instance storage, so it costs
+    what a plain str subclass costs), and `Mixed`, which keeps its `spans`. Test with
+    `isinstance(s, Marked)`."""
+
+    __slots__ = ()
     spans: Spans
 
     def __str__(self) -> str:
@@ -144,13 +150,98 @@ class Marked(str):
         return str.encode(self, *args, **kwargs)
 
 
+def _input(text: str) -> str:
+    """All of `text` (an exact str) as input; '' stays plain."""
+    return str.__new__(Input, text) if text else ""
+
+
+class Input(Marked):
+    """A string all of whose characters came from input. Whatever is cut from it or computed
+    from it alone is input too, so its methods skip the span algebra."""
+
+    __slots__ = ()
+
+    @property
+    def spans(self) -> Spans:
+        return ((0, len(self)),)
+
+    def __getitem__(self, key):
+        return _input(str.__getitem__(self, key))
+
+    def __iter__(self):
+        return map(_input, str.__iter__(self))
+
+    def __mod__(self, args):
+        return _input(str.__mod__(self, args))
+
+    def strip(self, chars=None):
+        return _input(str.strip(self, chars))
+
+    def lstrip(self, chars=None):
+        return _input(str.lstrip(self, chars))
+
+    def rstrip(self, chars=None):
+        return _input(str.rstrip(self, chars))
+
+    def upper(self):
+        return _input(str.upper(self))
+
+    def lower(self):
+        return _input(str.lower(self))
+
+    def title(self):
+        return _input(str.title(self))
+
+    def capitalize(self):
+        return _input(str.capitalize(self))
+
+    def swapcase(self):
+        return _input(str.swapcase(self))
+
+    def casefold(self):
+        return _input(str.casefold(self))
+
+    def split(self, sep=None, maxsplit=-1):
+        return [_input(p) for p in str.split(self, sep, maxsplit)]
+
+    def rsplit(self, sep=None, maxsplit=-1):
+        return [_input(p) for p in str.rsplit(self, sep, maxsplit)]
+
+    def splitlines(self, keepends=False):
+        return [_input(p) for p in str.splitlines(self, keepends)]
+
+    def partition(self, sep):
+        return tuple(_input(p) for p in str.partition(self, sep))
+
+    def rpartition(self, sep):
+        return tuple(_input(p) for p in str.rpartition(self, sep))
+
+    def removeprefix(self, prefix):
+        return _input(str.removeprefix(self, prefix))
+
+    def removesuffix(self, suffix):
+        return _input(str.removesuffix(self, suffix))
+
+
+class Mixed(Marked):
+    """A string with input characters in `spans` and template characters elsewhere (or an
+    input string that carries an attribute, such as a safe one's `__html__`)."""
+
+
+# Python's own messages name a value's type by `__name__`: a marked string is a str to users
+# ("'str' object has no attribute 'x'"); `__qualname__` still tells them apart when debugging.
+Marked.__name__ = Input.__name__ = Mixed.__name__ = "str"
+
+
 # ---------------------------------------------------------------------------- constructors
 
 def make(text: str, spans: Spans) -> str:
     """`text` with the given input spans; a plain `str` when there are none."""
     if not spans or not text:
         return plain(text)
-    m = Marked(text)
+    if len(spans) == 1 and spans[0][0] == 0 and spans[0][1] == len(text):
+        return str.__new__(Input, text)
+    m = str.__new__(Mixed, text)
     m.spans = spans
     return m
 
@@ -162,15 +253,15 @@ def plain(text: str) -> str:
 
 def mark(text: str) -> str:
     """All of `text` as input."""
-    return make(text, ((0, len(text)),)) if text else ""
+    return str.__new__(Input, text) if text else ""
 
 
 def spans_of(s: Any) -> Spans:
-    return getattr(s, "spans", ()) if type(s) is Marked else ()
+    return s.spans if isinstance(s, Marked) else ()
 
 
 def is_marked(s: Any) -> bool:
-    return type(s) is Marked
+    return isinstance(s, Marked)
 
 
 def from_flags(text: str, flags: Sequence[bool]) -> str:
@@ -222,7 +313,7 @@ def clip(spans: Spans, start: int, stop: int) -> Spans:
 def sub(s: str, start: int, stop: int) -> str:
     """`s[start:stop]` for 0 <= start <= stop <= len(s), keeping marks."""
     text = str.__getitem__(s, slice(start, stop))
-    return make(text, clip(s.spans, start, stop)) if type(s) is Marked else text
+    return make(text, clip(s.spans, start, stop)) if isinstance(s, Marked) else text
 
 
 def concat(pieces: Iterable[str]) -> str:
@@ -231,7 +322,7 @@ def concat(pieces: Iterable[str]) -> str:
     spans: list[tuple[int, int]] = []
     offset = 0
     for p in pieces:
-        if type(p) is Marked:
+        if isinstance(p, Marked):
             for a, b in p.spans:
                 a += offset
                 if spans and a <= spans[-1][1]:
@@ -246,10 +337,12 @@ def concat(pieces: Iterable[str]) -> str:
 
 def concat2(a: str, b: str) -> str:
     """`a + b` for two strings, the common case of `concat`."""
-    ta, tb = type(a) is Marked, type(b) is Marked
+    ta, tb = isinstance(a, Marked), isinstance(b, Marked)
     if not (ta or tb):
         return str.__add__(a, b)
     text = str.__add__(a, b)
+    if type(a) is Input and type(b) is Input:
+        return str.__new__(Input, text)
     n = len(a)
     if not ta:
         return make(text, tuple((x + n, y + n) for x, y in b.spans))
@@ -284,12 +377,12 @@ def getitem(s: str, key: Any) -> str:
         if step == 1:
             return sub(s, start, max(start, stop))
         text = str.__getitem__(s, key)
-        if type(s) is not Marked:
+        if not isinstance(s, Marked):
             return text
         flags = flags_of(s)
         return from_flags(text, [flags[i] for i in range(start, stop, step)])
     ch = str.__getitem__(s, key)
-    if type(s) is not Marked:
+    if not isinstance(s, Marked):
         return ch
     i = key + len(s) if key < 0 else key
     return sub(s, i, i + 1)
@@ -310,7 +403,7 @@ def case_map(s: str, fn) -> str:
     """Case changes map characters one to one, except where a character's image is longer
     ('ß' -> 'SS'): there each piece of the image takes the mark of its source character."""
     whole = fn(str.__str__(s))
-    if type(s) is not Marked:
+    if not isinstance(s, Marked):
         return whole
     if len(whole) == len(s):
         return make(whole, s.spans)
@@ -328,21 +421,21 @@ def _pieces_at(s: str, bounds: list[tuple[int, int]]) -> list[str]:
 
 def split(s: str, sep=None, maxsplit=-1) -> list[str]:
     parts = str.split(s, sep, maxsplit)
-    if type(s) is not Marked:
+    if not isinstance(s, Marked):
         return parts
     return _pieces_at(s, _locate(s, parts))
 
 
 def rsplit(s: str, sep=None, maxsplit=-1) -> list[str]:
     parts = str.rsplit(s, sep, maxsplit)
-    if type(s) is not Marked:
+    if not isinstance(s, Marked):
         return parts
     return _pieces_at(s, _locate(s, parts))
 
 
 def splitlines(s: str, keepends=False) -> list[str]:
     parts = str.splitlines(s, keepends)
-    if type(s) is not Marked:
+    if not isinstance(s, Marked):
         return parts
     return _pieces_at(s, _locate(s, parts))
 
@@ -370,7 +463,7 @@ def replace(s: str, old: str, new: str, count: int = -1) -> str:
         found = len(s) + 1 if not old else str.count(s, old)
         found = found if count < 0 else min(found, count)
         check_size(len(s) + found * (len(new) - len(old)))
-    if type(s) is not Marked and type(new) is not Marked:
+    if not isinstance(s, Marked) and not isinstance(new, Marked):
         return str.replace(s, old, new, count)
     if not old:
         return taint(str.replace(s, old, new, count), s, new)
@@ -389,7 +482,7 @@ def replace(s: str, old: str, new: str, count: int = -1) -> str:
 
 def _pad(s: str, padded: str) -> str:
     """center/ljust/rjust: the original sits inside `padded` unchanged."""
-    if type(s) is not Marked:
+    if not isinstance(s, Marked):
         return padded
     i = padded.find(str.__str__(s))
     return concat([padded[:i], s, padded[i + len(s):]])
@@ -399,7 +492,7 @@ def _pad(s: str, padded: str) -> str:
 
 def has_input(value: Any, _depth: int = 0) -> bool:
     """Whether any string inside `value` (lists, tuples, dicts, keys) came from input."""
-    if type(value) is Marked:
+    if isinstance(value, Marked):
         return True
     if _depth > 50:
         return False
@@ -430,7 +523,7 @@ def mark_all(value: Any) -> Any:
 def escape_chars(s: str, table: dict[str, str]) -> str:
     """Replace single characters by their escapes; an escape keeps the mark of the character
     it stands for (unlike `replace`, whose replacement text keeps its own provenance)."""
-    if type(s) is not Marked:
+    if not isinstance(s, Marked):
         for char, escaped in table.items():
             s = s.replace(char, escaped)
         return s

@@ -46,15 +46,18 @@ def _html_of(s: str):
 
 def safe_marked(text: str) -> str:
     """A copy of marked `text` that escaping passes through (`is escaped` holds for it)."""
-    copy = marks.make(str.__str__(text), marks.spans_of(text))
-    if type(copy) is Marked:
-        copy.__html__ = _html_of(copy)
+    spans = marks.spans_of(text)
+    if not spans:
+        return text
+    copy = str.__new__(marks.Mixed, str.__str__(text))  # Mixed: it can carry an attribute
+    copy.spans = spans
+    copy.__html__ = _html_of(copy)
     return copy
 
 
 def _wrap(text: str) -> str:
     """Safe text: a `Markup`, or a safe `Marked` when the text carries input."""
-    if type(text) is Marked:
+    if isinstance(text, Marked):
         return safe_marked(text)
     return str.__new__(Markup, text)
 
@@ -74,7 +77,7 @@ def escape(value: Any) -> str:
     if hasattr(value, "__html__"):
         return Markup(value.__html__())
     text = _text_of(value)
-    if type(text) is Marked:
+    if isinstance(text, Marked):
         return safe_marked(_escape_marked(text))
     return str.__new__(Markup, escape_text(text))
 
@@ -283,4 +286,4 @@ def markup_mod(left: Any, right: Any) -> Any:
 
 def _safe_text(value: Any) -> str:
     text = value.__html__()
-    return text if type(text) is Marked else str.__str__(text)
+    return text if isinstance(text, Marked) else str.__str__(text)

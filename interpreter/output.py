@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from .marks import Marked
+from .marks import Input, Mixed
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,37 +16,38 @@ class Part:
 
 def to_parts(pieces: Iterable[str]) -> list[Part]:
     """Split pieces by their marks and merge neighbours with the same flag."""
-    texts: list[str] = []   # the run being built
-    parts: list[Part] = []
-    current = False         # whether that run is input
+    runs: list[tuple[str, bool]] = []  # (text, is_input), neighbours not merged yet
+    add = runs.append
     for piece in pieces:
-        if type(piece) is not Marked:
-            if current and texts:
-                parts.append(Part("".join(texts), True))
-                texts = []
-            current = False
-            texts.append(piece)
+        kind = type(piece)
+        if kind is Input:
+            add((piece, True))
+        elif kind is not Mixed:  # str, and str subclasses without marks (Markup)
+            add((piece, False))
+        else:
+            raw, pos = str.__str__(piece), 0
+            for a, b in piece.spans:
+                if a > pos:
+                    add((raw[pos:a], False))
+                add((raw[a:b], True))
+                pos = b
+            if pos < len(raw):
+                add((raw[pos:], False))
+    return _merge(runs)
+
+
+def _merge(runs: list[tuple[str, bool]]) -> list[Part]:
+    parts: list[Part] = []
+    texts: list[str] = []
+    current = False
+    for text, flag in runs:
+        if not text:
             continue
-        raw = str.__str__(piece)
-        pos = 0
-        for a, b in piece.spans:
-            for chunk, flag in ((raw[pos:a], False), (raw[a:b], True)):
-                if not chunk:
-                    continue
-                if flag != current and texts:
-                    parts.append(Part("".join(texts), current))
-                    texts = []
-                current = flag
-                texts.append(chunk)
-            pos = b
-        if pos < len(raw):
-            if current and texts:
-                parts.append(Part("".join(texts), True))
-                texts = []
-            current = False
-            texts.append(raw[pos:])
+        if flag is not current and texts:
+            parts.append(Part(str.__str__("".join(texts)), current))
+            texts = []
+        current = flag
+        texts.append(text)
     if texts:
-        text = "".join(texts)
-        if text:
-            parts.append(Part(text, current))
-    return [p for p in parts if p.text]
+        parts.append(Part(str.__str__("".join(texts)), current))
+    return parts

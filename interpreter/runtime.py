@@ -267,8 +267,7 @@ class Method:
         raise KeyError(name)
 
     def __repr__(self) -> str:
-        owner = type(self.receiver).__name__
-        return f"<built-in method {self.name} of {'str' if owner == 'Marked' else owner} object>"
+        return f"<built-in method {self.name} of {type(self.receiver).__name__} object>"
 
 
 def unsafe_attribute(undefined: type, obj: Any, name: str) -> Undefined:

@@ -18,8 +18,6 @@ def type_name(obj: Any) -> str:
         return "None"
     cls = type(obj)
     name = getattr(cls, "jinja_type_name", None) or cls.__name__
-    if name == "Marked":
-        name = "str"
     return f"{name} object"
 
 

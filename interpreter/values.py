@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import marks
-from .marks import Marked, concat
+from .marks import Input, Marked, Mixed, concat
 from .methods import lookup_method, is_unsafe_method
 from .numbers import InputFloat, InputInt, as_input
 from .errors import LimitExceeded
@@ -24,7 +24,7 @@ from .undefined import Undefined
 def to_string(value: Any) -> str:
     """`{{ value }}` and `~`: Python's str() for data, '' for undefined, marks kept."""
     t = type(value)
-    if t is str or t is Marked:
+    if t is str or t is Input or t is Mixed:
         return value
     if value is None or t is bool or t is int or t is float:
         return str(value)
@@ -63,7 +63,7 @@ def repr_value(value: Any, _depth: int = 0) -> str:
     t = type(value)
     if t is InputInt or t is InputFloat:
         return marks.mark(repr(value))
-    if t is Marked:
+    if t is Input or t is Mixed:
         text = repr(value)
         wrapper = "Markup(" if hasattr(value, "__html__") else ""  # safe text, as markupsafe's
         # the characters between the quotes are the string's own when nothing was escaped
@@ -190,7 +190,7 @@ def _item(obj: Any, key: Any) -> Any:
         if not isinstance(key, (slice, int)):
             raise TypeError("string indices must be integers")
         # Markup and other str subclasses index themselves; str and Marked keep their marks
-        return marks.getitem(obj, key) if t is str or t is Marked else obj[key]
+        return marks.getitem(obj, key) if t is str or t is Input or t is Mixed else obj[key]
     if hasattr(t, "jinja_attribute") and isinstance(key, str):
         return t.jinja_attribute(obj, key)
     raise TypeError(f"{t.__name__} is not subscriptable")
