@@ -10,6 +10,7 @@ from .grammar.parser import get_parser
 from .grammar.whitespace import Options
 from .errors import TemplateAssertionError, TemplateError, TemplateRuntimeError, TemplateTooLarge
 from .evaluator import CORE_HANDLERS, Evaluator, LoopSignal
+from .expressions import BINARY
 from .ext import Extension, resolve
 from . import limits
 from .limits import DEFAULT_LIMITS, Limits
@@ -47,8 +48,10 @@ class Environment:
                                          "truncate.leeway": 5, "urlize.rel": "noopener",
                                          "urlize.target": None, "urlize.extra_schemes": None}
         self.handlers = dict(CORE_HANDLERS)
+        self.operators: dict[str, Callable] = dict(BINARY)
         for ext in self.extensions:
             self.handlers.update(ext.handlers)
+            self.operators.update(ext.operators)
             self.filters.update(ext.filters)
             self.tests.update(ext.tests)
             self.globals.update(ext.globals)
@@ -248,12 +251,13 @@ class Template:
 
     def render_with(self, context: dict, overlay: Optional[dict] = None) -> str:
         """Render with `overlay` between the environment's globals and the context."""
-        return "".join(self._render(context, overlay))
+        return "".join(self._render(dict(context), overlay))
 
     def render_parts_with(self, context: dict, overlay: Optional[dict] = None) -> list[Part]:
-        return to_parts(self._render(context, overlay))
+        return to_parts(self._render(dict(context), overlay))
 
     def _render(self, context: dict, overlay: Optional[dict] = None) -> list[str]:
+        """Render; `context` becomes the template's top-level scope (its `set`s write there)."""
         env = self.environment
         ev = Evaluator(env, env.handlers, self.name, self.source, self.memo)
         token = limits.activate(env.limits)

@@ -8,7 +8,7 @@ from . import marks
 from .grammar import ast
 from .formatting import percent_format
 from .markup import is_safe, markup_add, markup_mod
-from .marks import Marked, concat
+from .marks import Input, concat
 from .undefined import Undefined
 from .values import get_attribute, get_item, to_string
 
@@ -133,10 +133,12 @@ def eval_binary(ev, node: ast.Binary, scope):
     left = ev.eval(node.left, scope)
     right = ev.eval(node.right, scope)
     op = node.op
-    if op == "+" and type(left) is str and type(right) is str:  # the common case
-        if len(left) + len(right) > 100_000:
-            ev.budget.limits.check_size(len(left) + len(right))
-        return left + right
+    if op == "+":  # the common case: text and input text (a Mixed may be safe: not here)
+        tl, tr = type(left), type(right)
+        if (tl is str or tl is Input) and (tr is str or tr is Input):
+            if len(left) + len(right) > 100_000:
+                ev.budget.limits.check_size(len(left) + len(right))
+            return left + right if tl is str and tr is str else marks.concat2(left, right)
     if op == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
         ev.budget.limits.check_size(len(left) + len(right))
     if op == "+" and not isinstance(left, Undefined) and (is_safe(left) or is_safe(right)):
@@ -148,7 +150,7 @@ def eval_binary(ev, node: ast.Binary, scope):
     elif node.op == "*":
         ev.env.limits.check_repeat(left, right)
         ev.env.limits.check_product(left, right)
-    return BINARY[node.op](left, right)
+    return ev.env.operators[op](left, right)
 
 
 def eval_unary(ev, node: ast.Unary, scope):

@@ -26,12 +26,15 @@ class Extension:
     grammar:  a Lark fragment; `%extend _statement: my_stmt` adds a statement.
     rules:    rule name -> `builder(meta, children)` returning an AST node.
     handlers: AST node class -> `handler(evaluator, node, scope)`.
+    operators: binary operator symbol -> `function(left, right)`, for `ast.Binary` nodes the
+              extension's rules build with that symbol as `op`.
     validate: called with each parsed template; raises TemplateSyntaxError to refuse it.
     """
     name: str
     grammar: str = ""
     rules: Mapping[str, Callable] = field(default_factory=dict)
     handlers: Mapping[type, Callable] = field(default_factory=dict)
+    operators: Mapping[str, Callable] = field(default_factory=dict)
     filters: Mapping[str, Callable] = field(default_factory=dict)
     tests: Mapping[str, Callable] = field(default_factory=dict)
     globals: Mapping[str, Any] = field(default_factory=dict)

@@ -11,7 +11,7 @@ import json
 from json import encoder as _std
 from typing import Any
 
-from .marks import Marked, concat, has_input, make, mark, plain, taint
+from .marks import Input, Marked, concat, has_input, make, mark, merge, plain, spans_of, taint
 from .limits import check_printable
 from .numbers import is_input_number
 
@@ -22,11 +22,102 @@ def dumps(value: Any, **kwargs: Any) -> str:
     if not has_input(value):
         return text
     try:
-        marked = _marked_dumps(value, **kwargs)
+        marked = _located(value, text, **kwargs)
+        if marked is None:  # options the fast path does not model
+            marked = _marked_dumps(value, **kwargs)
     except Exception:  # noqa: BLE001 - any failure only costs precision, never safety
         return taint(text, value)
     return marked if plain(marked) == text else taint(text, value)
 
+
+# ---------------------------------------------------------------------------- the fast path
+# json.dumps (C) writes the text; the marks come from finding, in order, each string and
+# number the encoder wrote. Between two such tokens the encoder writes only brackets, commas,
+# colons, whitespace and true/false/null, none of which can start a string or a number, so each
+# token is found exactly where the encoder put it.
+
+_PLAIN_PUNCTUATION = frozenset(" ,:\n\t")
+
+
+def _located(value: Any, text: str, skipkeys: bool = False, ensure_ascii: bool = True,
+             check_circular: bool = True, allow_nan: bool = True, indent: Any = None,
+             separators: Any = None, sort_keys: bool = False, default: Any = None,
+             cls: Any = None) -> str | None:
+    layout = "".join(separators or ()) + (indent if isinstance(indent, str) else "")
+    if cls is not None or default is not None or not _PLAIN_PUNCTUATION.issuperset(layout):
+        return None
+    base = _std.encode_basestring_ascii if ensure_ascii else _std.encode_basestring
+    tokens: list[Any] = []
+    _tokens(value, sort_keys, skipkeys, tokens, 0)
+    spans: list[tuple[int, int]] = []
+    pos = 0  # where the search for the next token starts
+    for token in tokens:
+        if isinstance(token, str):
+            literal = base(token)
+        else:
+            literal = float.__repr__(token) if isinstance(token, float) else int.__repr__(token)
+        at = text.index(literal, pos)
+        pos = at + len(literal)
+        if type(token) is Input:  # all of it input: everything between the quotes
+            spans.append((at + 1, pos - 1))
+        elif isinstance(token, Marked):
+            spans.extend((at + a, at + b) for a, b in spans_of(_encode_marked(token, base)))
+        elif is_input_number(token):
+            spans.append((at, pos))
+    return make(text, merge(spans))
+
+
+def _tokens(value: Any, sort_keys: bool, skipkeys: bool, out: list, depth: int) -> None:
+    """The strings and finite numbers of `value` in the order json.dumps writes them."""
+    if isinstance(value, str):
+        out.append(value)
+    elif value is None or value is True or value is False:
+        pass
+    elif isinstance(value, (int, float)):
+        if value == value and value not in (_INF, -_INF):
+            out.append(value)
+    elif isinstance(value, dict):
+        if depth > 1000:
+            raise RecursionError("value nests too deeply for JSON")
+        items = sorted(value.items()) if sort_keys else value.items()
+        for key, item in items:
+            key = _key(key, skipkeys)
+            if key is _SKIP:
+                continue
+            if key is not None:
+                out.append(key)
+            _tokens(item, sort_keys, skipkeys, out, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        if depth > 1000:
+            raise RecursionError("value nests too deeply for JSON")
+        for item in value:
+            _tokens(item, sort_keys, skipkeys, out, depth + 1)
+    else:
+        raise TypeError("not JSON data")  # json.dumps raised already; never reached
+
+
+def _key(key: Any, skipkeys: bool) -> Any:
+    """A dict key as the string json.dumps writes (None where it writes no string token)."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, float):
+        text = float.__repr__(key) if key == key and key not in (_INF, -_INF) else None
+        return mark(text) if text and is_input_number(key) else text
+    if key is True or key is False or key is None:
+        return None
+    if isinstance(key, int):
+        text = int.__repr__(key)
+        return mark(text) if is_input_number(key) else text
+    if skipkeys:
+        return _SKIP
+    raise TypeError("keys must be str, int, float, bool or None")
+
+
+_INF = float("inf")
+_SKIP = object()
+
+
+# ---------------------------------------------------------------------------- the general path
 
 def _marked_dumps(value: Any, skipkeys: bool = False, ensure_ascii: bool = True,
                   check_circular: bool = True, allow_nan: bool = True, indent: Any = None,

@@ -127,37 +127,55 @@ def check_size(size: int) -> None:
 
 
 def check_printable(value: Any) -> None:
-    """Refuse to print (repr, JSON) a value whose text would pass the output limit. The walk
-    stops as soon as it has seen too much; a container inside itself prints as `[...]` once."""
+    """Refuse to print (repr, JSON) a value whose text would pass the output limit, before
+    printing it. A container met again is counted from memory, so shared references cost one
+    look-up each; a container inside itself prints as `[...]` once."""
+    if isinstance(value, str):
+        return
     most = _current.get().max_output
-    seen = steps = 0
-    path: set[int] = set()              # the containers being walked, for cycles
-    stack: list[Any] = [value]
-    while stack:
-        item = stack.pop()
-        steps += 1
-        if item is _LEAVE:
-            path.discard(stack.pop())
-            continue
-        if isinstance(item, str):
-            seen += len(item) + 4
-        elif isinstance(item, (dict, list, tuple)):
-            if id(item) in path:
-                seen += 5
-                continue
-            path.add(id(item))
-            stack.extend((id(item), _LEAVE))
-            seen += 2 * len(item) + 2
-            stack.extend(item.values() if isinstance(item, dict) else item)
-            if isinstance(item, dict):
-                stack.extend(item.keys())
+    size = _Printed(most).size(value)
+    if size > most:
+        raise LimitExceeded(f"printing this value would pass the output limit ({most})")
+
+
+class _Printed:
+    """About how many characters a value prints as (str() of a container, or its JSON)."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self.steps = _MAX_PRINT_STEPS
+        self.known: dict[int, int] = {}  # id of a container walked already -> its size
+        self.path: set[int] = set()      # the containers being walked, for cycles
+
+    def size(self, value: Any) -> int:
+        if isinstance(value, str):
+            return len(value) + 4
+        if not isinstance(value, (dict, list, tuple)):
+            return 8
+        key = id(value)
+        total = self.known.get(key)
+        if total is not None:
+            return total
+        if key in self.path:
+            return 5
+        self.steps -= len(value) + 1
+        if self.steps < 0:
+            raise LimitExceeded(f"printing this value would pass the output limit ({self.most})")
+        self.path.add(key)
+        total = 2 * len(value) + 2
+        if isinstance(value, dict):
+            for k, v in value.items():
+                total += self.size(k) + self.size(v)
         else:
-            seen += 8
-        if seen > most or steps > _MAX_PRINT_STEPS:
-            raise LimitExceeded(f"printing this value would pass the output limit ({most})")
+            for v in value:
+                total += self.size(v)
+        self.path.discard(key)
+        if total > self.most:
+            raise LimitExceeded(f"printing this value would pass the output limit ({self.most})")
+        self.known[key] = total
+        return total
 
 
-_LEAVE = object()
 _MAX_PRINT_STEPS = 5_000_000  # a value of more parts than this is no prompt
 
 

@@ -288,7 +288,8 @@ def flags_of(s: str) -> list[bool]:
 
 # ---------------------------------------------------------------------------- span algebra
 
-def _merge(spans: Iterable[tuple[int, int]]) -> Spans:
+def merge(spans: Iterable[tuple[int, int]]) -> Spans:
+    """Sorted spans made disjoint and non-adjacent; empty ones dropped."""
     out: list[list[int]] = []
     for a, b in spans:
         if a >= b:
@@ -491,16 +492,26 @@ def _pad(s: str, padded: str) -> str:
 # ---------------------------------------------------------------------------- fail safe
 
 def has_input(value: Any, _depth: int = 0) -> bool:
-    """Whether any string inside `value` (lists, tuples, dicts, keys) came from input."""
+    """Whether any string (or number) inside `value` (lists, tuples, dicts, keys) came from
+    input. Past 200 levels of nesting the answer is yes (fail safe)."""
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return False
     if isinstance(value, Marked):
         return True
-    if _depth > 50:
-        return False
+    if _depth > 200:
+        return True
     if isinstance(value, dict):
-        return any(has_input(k, _depth + 1) or has_input(v, _depth + 1) for k, v in value.items())
+        for k, v in value.items():
+            if has_input(k, _depth + 1) or has_input(v, _depth + 1):
+                return True
+        return False
     if isinstance(value, (list, tuple)):
-        return any(has_input(v, _depth + 1) for v in value)
-    return type(value).__name__ in ("InputInt", "InputFloat")
+        for v in value:
+            if has_input(v, _depth + 1):
+                return True
+        return False
+    return t.__name__ in ("InputInt", "InputFloat")
 
 
 def taint(result: Any, *sources: Any) -> Any:

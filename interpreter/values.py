@@ -204,24 +204,32 @@ MAX_INPUT_DEPTH = 200
 def mark_input(data: Any, _depth: int = 0) -> Any:
     """JSON-like data with every string (keys too) and number marked as input; containers are
     copied, the caller's data is left as it was. Data nested deeper than MAX_INPUT_DEPTH (or
-    containing itself) is refused with LimitExceeded."""
+    containing itself) is refused with LimitExceeded. Subclasses of str, dict, list and tuple
+    are marked as what they subclass (a lost mark would be an injection)."""
     t = type(data)
     if t is str:
-        return marks.mark(data) if data else data
+        return _new(Input, data) if data else data
     if t is dict or t is list or t is tuple:
         if _depth >= MAX_INPUT_DEPTH:
             raise LimitExceeded(f"the input nests deeper than {MAX_INPUT_DEPTH} levels "
                                 "(or contains itself)")
-        depth = _depth + 1
+        d = _depth + 1
+        # the common leaf (a non-empty str) is marked inline: one call per container, not per leaf
         if t is dict:
-            return {_mark_leaf(k, depth): _mark_leaf(v, depth) for k, v in data.items()}
-        if t is list:
-            return [_mark_leaf(v, depth) for v in data]
-        return tuple(_mark_leaf(v, depth) for v in data)
+            return {(_new(Input, k) if type(k) is str and k else mark_input(k, d)):
+                    (_new(Input, v) if type(v) is str and v else mark_input(v, d))
+                    for k, v in data.items()}
+        items = [(_new(Input, v) if type(v) is str and v else mark_input(v, d)) for v in data]
+        return items if t is list else tuple(items)
+    if isinstance(data, Marked) or t is bool or data is None:
+        return data
+    if isinstance(data, str):
+        return mark_input(str.__str__(data), _depth)
+    if isinstance(data, dict):
+        return mark_input(dict(data), _depth)
+    if isinstance(data, (list, tuple)):
+        return mark_input(list(data) if isinstance(data, list) else tuple(data), _depth)
     return as_input(data)
 
 
-def _mark_leaf(value: Any, depth: int) -> Any:
-    if type(value) is str:  # most leaves: no further call
-        return marks.mark(value) if value else value
-    return mark_input(value, depth)
+_new = str.__new__
