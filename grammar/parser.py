@@ -156,15 +156,16 @@ _parsers: dict[tuple, Parser] = {}
 _lock = threading.Lock()
 
 
-def get_parser(syntaxes: tuple[Syntax, ...] = ()) -> Parser:
-    """The memoised parser for a set of extensions (order as given, which callers fix)."""
-    key = tuple((s.name, s.grammar) for s in syntaxes)
+def get_parser(syntaxes: tuple[Syntax, ...] = (), strict: bool = False) -> Parser:
+    """The memoised parser for a set of extensions (order as given, which callers fix).
+    `strict` builds with Lark's strict mode: grammar conflicts and colliding terminals fail."""
+    key = (tuple((s.name, s.grammar) for s in syntaxes), strict)
     parser = _parsers.get(key)
     if parser is None:
         with _lock:
             parser = _parsers.get(key)
             if parser is None:
-                parser = _parsers[key] = Parser(syntaxes)
+                parser = _parsers[key] = Parser(syntaxes, strict)
     return parser
 
 
