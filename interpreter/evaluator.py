@@ -11,8 +11,8 @@ from typing import Any, Callable, Iterable
 from .grammar import ast
 from .errors import LimitExceeded, TemplateError, TemplateRuntimeError
 from .limits import Budget
-from .expressions import EXPRESSIONS, call_value, evaluate_arguments
-from .marks import concat
+from .expressions import EXPRESSIONS, binary, call_value, evaluate_arguments
+from .marks import Input, concat
 from .runtime import LoopContext, Macro, Namespace
 from .scope import Scope
 from .undefined import MISSING
@@ -108,7 +108,71 @@ def exec_text(ev: Evaluator, node: ast.Text, scope: Scope) -> None:
 
 
 def exec_output(ev: Evaluator, node: ast.Output, scope: Scope) -> None:
-    ev.write(ev.eval(node.expr, scope))
+    expr = node.expr
+    kind = type(expr)
+    if kind is ast.Binary and expr.op == "+":
+        write_sum(ev, expr, scope)
+    elif kind is ast.Concat:  # `{{ a ~ b }}` prints as `{{ a }}{{ b }}`
+        for item in expr.items:
+            value = ev.eval(item, scope)
+            try:
+                ev.write(value)
+            except TemplateError as e:
+                e.locate(expr.span.line, expr.span.column, ev.name, ev.source)
+                raise
+    else:
+        ev.write(ev.eval(expr, scope))
+
+
+def write_sum(ev: Evaluator, expr: ast.Binary, scope: Scope) -> None:
+    """`{{ a + b + c }}`. While the addends are text, the sum is the addends one after the
+    other: they are written as they are, without building the joined string (nor, when some
+    are input, its marks). From the first addend that is not text on, the rest are added as
+    the expression tree adds them, in the same order."""
+    operands, adders = _addends(ev, expr)
+    texts: list[str] = []
+    for i, operand in enumerate(operands):
+        value = ev.eval(operand, scope)
+        kind = type(value)
+        if kind is str or kind is Input:
+            texts.append(value)
+            continue
+        if texts:
+            ev.budget.limits.check_size(sum(map(len, texts)))
+            value = _add(ev, adders[i - 1], concat(texts), value)
+        for j in range(i + 1, len(operands)):
+            value = _add(ev, adders[j - 1], value, ev.eval(operands[j], scope))
+        ev.write(value)
+        return
+    for text in texts:
+        ev.write(text)
+
+
+def _addends(ev: Evaluator, expr: ast.Binary) -> tuple[list, list]:
+    """`(a + b) + c` -> operands [a, b, c] and the `+` nodes that add b and c."""
+    key = id(expr)
+    found = ev.memo.get(key)
+    if found is None:
+        operands, adders = [], []
+        while type(expr) is ast.Binary and expr.op == "+":
+            operands.append(expr.right)
+            adders.append(expr)
+            expr = expr.left
+        operands.append(expr)
+        found = ev.memo[key] = (operands[::-1], adders[::-1])
+    return found
+
+
+def _add(ev: Evaluator, node: ast.Binary, left: Any, right: Any) -> Any:
+    try:
+        return binary(ev, "+", left, right)
+    except TemplateError as e:
+        e.locate(node.span.line, node.span.column, ev.name, ev.source)
+        raise
+    except (LoopSignal, RecursionError):
+        raise
+    except Exception as e:
+        raise ev.runtime_error(e, node) from e
 
 
 def exec_if(ev: Evaluator, node: ast.If, scope: Scope) -> None:

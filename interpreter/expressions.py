@@ -131,8 +131,11 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
 
 def eval_binary(ev, node: ast.Binary, scope):
     left = ev.eval(node.left, scope)
-    right = ev.eval(node.right, scope)
-    op = node.op
+    return binary(ev, node.op, left, ev.eval(node.right, scope))
+
+
+def binary(ev, op: str, left: Any, right: Any) -> Any:
+    """`left op right` with Jinja2's semantics and the environment's operator table."""
     if op == "+":  # the common case: text and input text (a Mixed may be safe: not here)
         tl, tr = type(left), type(right)
         if (tl is str or tl is Input) and (tr is str or tr is Input):
@@ -143,11 +146,11 @@ def eval_binary(ev, node: ast.Binary, scope):
         ev.budget.limits.check_size(len(left) + len(right))
     if op == "+" and not isinstance(left, Undefined) and (is_safe(left) or is_safe(right)):
         return markup_add(left, right)  # safe text escapes what is added to it
-    if node.op == "%" and isinstance(left, str):
+    if op == "%" and isinstance(left, str):
         return markup_mod(left, right) if is_safe(left) else percent_format(left, right)
-    if node.op == "**":
+    if op == "**":
         ev.env.limits.check_power(left, right)
-    elif node.op == "*":
+    elif op == "*":
         ev.env.limits.check_repeat(left, right)
         ev.env.limits.check_product(left, right)
     return ev.env.operators[op](left, right)
@@ -224,4 +227,4 @@ EXPRESSIONS: dict[type, Callable] = {
     ast.CondExpr: eval_condexpr,
 }
 
-__all__ = ["EXPRESSIONS", "call_value", "evaluate_arguments", "is_constant"]
+__all__ = ["EXPRESSIONS", "binary", "call_value", "evaluate_arguments", "is_constant"]
