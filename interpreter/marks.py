@@ -152,7 +152,7 @@ class Marked(str):
 
 def _input(text: str) -> str:
     """All of `text` (an exact str) as input; '' stays plain."""
-    return str.__new__(Input, text) if text else ""
+    return Input(text) if text else ""
 
 
 class Input(Marked):
@@ -240,8 +240,8 @@ def make(text: str, spans: Spans) -> str:
     if not spans or not text:
         return plain(text)
     if len(spans) == 1 and spans[0][0] == 0 and spans[0][1] == len(text):
-        return str.__new__(Input, text)
-    m = str.__new__(Mixed, text)
+        return Input(text)
+    m = Mixed(text)
     m.spans = spans
     return m
 
@@ -253,7 +253,7 @@ def plain(text: str) -> str:
 
 def mark(text: str) -> str:
     """All of `text` as input."""
-    return str.__new__(Input, text) if text else ""
+    return Input(text) if text else ""
 
 
 def spans_of(s: Any) -> Spans:
@@ -343,7 +343,7 @@ def concat2(a: str, b: str) -> str:
         return str.__add__(a, b)
     text = str.__add__(a, b)
     if type(a) is Input and type(b) is Input:
-        return str.__new__(Input, text)
+        return Input(text)
     n = len(a)
     if not ta:
         return make(text, tuple((x + n, y + n) for x, y in b.spans))

@@ -49,7 +49,7 @@ def safe_marked(text: str) -> str:
     spans = marks.spans_of(text)
     if not spans:
         return text
-    copy = str.__new__(marks.Mixed, str.__str__(text))  # Mixed: it can carry an attribute
+    copy = marks.Mixed(str.__str__(text))  # Mixed: it can carry an attribute
     copy.spans = spans
     copy.__html__ = _html_of(copy)
     return copy

@@ -208,7 +208,7 @@ def mark_input(data: Any, _depth: int = 0) -> Any:
     are marked as what they subclass (a lost mark would be an injection)."""
     t = type(data)
     if t is str:
-        return _new(Input, data) if data else data
+        return Input(data) if data else data
     if t is dict or t is list or t is tuple:
         if _depth >= MAX_INPUT_DEPTH:
             raise LimitExceeded(f"the input nests deeper than {MAX_INPUT_DEPTH} levels "
@@ -216,10 +216,10 @@ def mark_input(data: Any, _depth: int = 0) -> Any:
         d = _depth + 1
         # the common leaf (a non-empty str) is marked inline: one call per container, not per leaf
         if t is dict:
-            return {(_new(Input, k) if type(k) is str and k else mark_input(k, d)):
-                    (_new(Input, v) if type(v) is str and v else mark_input(v, d))
+            return {(Input(k) if type(k) is str and k else mark_input(k, d)):
+                    (Input(v) if type(v) is str and v else mark_input(v, d))
                     for k, v in data.items()}
-        items = [(_new(Input, v) if type(v) is str and v else mark_input(v, d)) for v in data]
+        items = [(Input(v) if type(v) is str and v else mark_input(v, d)) for v in data]
         return items if t is list else tuple(items)
     if isinstance(data, Marked) or t is bool or data is None:
         return data
@@ -230,6 +230,3 @@ def mark_input(data: Any, _depth: int = 0) -> Any:
     if isinstance(data, (list, tuple)):
         return mark_input(list(data) if isinstance(data, list) else tuple(data), _depth)
     return as_input(data)
-
-
-_new = str.__new__
