@@ -1,8 +1,6 @@
 """Rendered output: a list of string pieces, some marked, turned into text or into parts."""
 from __future__ import annotations
 
-from itertools import accumulate, compress, cycle, repeat
-from operator import is_, is_not
 from typing import Iterable, NamedTuple
 
 from .marks import Input, Mixed
@@ -16,24 +14,40 @@ class Part(NamedTuple):
 
 
 def to_parts(pieces: Iterable[str]) -> list[Part]:
-    """Split pieces by their marks and merge neighbours with the same flag.
+    """Split pieces by their marks and merge neighbours with the same flag."""
+    parts: list[Part] = []
+    run: list[str] = []  # the texts of the part being built
+    current = False      # whether that part is input
+    for piece in pieces:
+        kind = type(piece)
+        if kind is Mixed:
+            parts, run, current = to_parts_mixed(piece, parts, run, current)
+            continue
+        if not piece:
+            continue
+        flag = kind is Input  # str and unmarked str subclasses (Markup) are template text
+        if flag is not current:
+            if run:
+                parts.append(_make((str.__str__("".join(run)), current)))
+                run = []
+            current = flag
+        run.append(piece)
+    if run:
+        parts.append(_make((str.__str__("".join(run)), current)))
+    return parts
 
-    Runs once per render over hundreds of pieces, so the per-piece work is done by C loops
-    (map, accumulate, compress) and Python code runs once per part, not once per piece."""
-    pieces = list(filter(None, pieces))
-    if not pieces:
-        return []
-    kinds = list(map(type, pieces))
-    if Mixed in kinds:
-        pieces = _expanded(pieces)
-        kinds = list(map(type, pieces))
-    text = "".join(pieces)
-    flags = list(map(is_, kinds, repeat(Input)))
-    ends = list(accumulate(map(len, pieces)))
-    # a part starts at each piece whose flag differs from the one before; flags alternate
-    cuts = [ends[i - 1] for i in compress(range(1, len(flags)), map(is_not, flags[1:], flags))]
-    texts = map(text.__getitem__, map(slice, [0, *cuts], [*cuts, len(text)]))
-    return list(map(_make, zip(texts, cycle((flags[0], not flags[0])))))
+
+def to_parts_mixed(piece: Mixed, parts: list, run: list, current: bool) -> tuple:
+    """`to_parts`' step for a mixed piece: each of its runs as a piece of its own."""
+    for text in _expanded([piece]):
+        flag = type(text) is Input
+        if flag is not current:
+            if run:
+                parts.append(_make((str.__str__("".join(run)), current)))
+                run = []
+            current = flag
+        run.append(text)
+    return parts, run, current
 
 
 def _expanded(pieces: list[str]) -> list[str]:
