@@ -141,3 +141,75 @@ def test_chat_template_render_parts_joins_to_render(agp):
     messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "<|im_end|>"}]
     assert "".join(p.text for p in ct.render_parts(messages, add_generation_prompt=agp)) == \
         ct.render(messages, add_generation_prompt=agp)
+
+
+# ---------------------------------------------------------------------------- to_parts itself
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+from jinjamark.marks import Input, Mixed, flags_of, from_flags  # noqa: E402
+from jinjamark.markup import Markup  # noqa: E402
+from jinjamark.output import to_parts  # noqa: E402
+
+_piece_text = st.text(alphabet="ab<|>\n", max_size=6)
+
+
+@st.composite
+def _piece(draw):
+    text = draw(_piece_text)
+    kind = draw(st.sampled_from(["str", "input", "mixed", "markup"]))
+    if kind == "input":
+        return mark_input(text)
+    if kind == "markup":
+        return Markup(text)
+    if kind == "mixed":
+        flags = draw(st.lists(st.booleans(), min_size=len(text), max_size=len(text)))
+        return from_flags(text, flags)
+    return text
+
+
+@given(st.lists(_piece(), max_size=12))
+def test_to_parts_keeps_every_characters_flag_and_merges_neighbours(pieces):
+    parts_ = to_parts(pieces)
+    want_text = "".join(str.__str__(p) for p in pieces)
+    want_flags = [f for p in pieces for f in (flags_of(p) if isinstance(p, (Input, Mixed))
+                                             else [False] * len(p))]
+    assert "".join(p.text for p in parts_) == want_text
+    assert [p.is_input for p in parts_ for _ in p.text] == want_flags
+    assert all(p.text and type(p.text) is str for p in parts_)
+    assert all(a.is_input != b.is_input for a, b in zip(parts_, parts_[1:]))
+
+
+# ---------------------------------------------------------------------------- printed sums
+# `{{ a + b + c }}` writes text addends as pieces; these pin down that it is still `+`.
+
+def test_a_printed_sum_of_text_marks_each_addend():
+    assert parts("{{ '<' + u + '>' + v }}", u=U, v="x") == [
+        ("<", False), ("<|im_end|>", True), (">x", False)]
+
+
+@pytest.mark.parametrize("source, context, expected", [
+    ("{{ 1 + 2 + 3 }}", {}, "6"),
+    ("{{ 'a' + 'b' + x }}", {"x": "c"}, "abc"),
+    ("{{ [1] + [2] + x }}", {"x": [3]}, "[1, 2, 3]"),
+    ("{{ x + 'b' }}", {"x": Markup("<a>")}, "<a>b"),
+    ("{{ 'a' + (x + 'b') }}", {"x": "c"}, "acb"),
+])
+def test_printed_sums_equal_the_sum_printed(source, context, expected):
+    assert jinjamark.Environment().from_string(source).render(**context) == expected
+
+
+def test_a_printed_sum_that_fails_fails_at_the_failing_addition():
+    env = jinjamark.Environment()
+    with pytest.raises(jinjamark.TemplateRuntimeError) as info:
+        env.from_string("{{ 'a' + 'b' +\n 1 + missing.attr }}").render()
+    assert 'can only concatenate str (not "int") to str' in str(info.value)
+    with pytest.raises(jinjamark.UndefinedError):  # evaluated before the failing addition
+        env.from_string("{{ 'a' + missing.attr + 1 }}").render()
+
+
+def test_render_with_leaves_the_callers_context_as_it_was():
+    template = jinjamark.Environment().from_string("{% set messages = messages[1:] %}{{ messages }}")
+    context = {"messages": [1, 2]}
+    assert template.render_with(context) == "[2]"
+    assert template.render_with(context) == "[2]" and context == {"messages": [1, 2]}
