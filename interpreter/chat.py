@@ -80,12 +80,13 @@ class ChatTemplate:
                 add_generation_prompt: bool = False, marked: bool = False, **kwargs: Any) -> dict:
         """Special tokens first, then kwargs, then the conversation, as transformers builds it."""
         data = {"messages": messages, "tools": tools, "documents": documents}
-        if marked:
-            kwargs = mark_input(kwargs)
-            data = mark_input(data)
         context = dict(self.special_tokens)
-        context.update(kwargs)
-        context.update(data)
+        if marked:  # the values; variable names are the host program's, not input
+            context.update((name, mark_input(value)) for name, value in kwargs.items())
+            context.update((name, mark_input(value)) for name, value in data.items())
+        else:
+            context.update(kwargs)
+            context.update(data)
         context["add_generation_prompt"] = add_generation_prompt
         return context
 

@@ -28,12 +28,12 @@ def to_parts(pieces: Iterable[str]) -> list[Part]:
         flag = kind is Input  # str and unmarked str subclasses (Markup) are template text
         if flag is not current:
             if run:
-                parts.append(_make((str.__str__("".join(run)), current)))
+                parts.append(_make(("".join(run), current)))
                 run = []
             current = flag
         run.append(piece)
     if run:
-        parts.append(_make((str.__str__("".join(run)), current)))
+        parts.append(_make(("".join(run), current)))
     return parts
 
 
@@ -43,7 +43,7 @@ def to_parts_mixed(piece: Mixed, parts: list, run: list, current: bool) -> tuple
         flag = type(text) is Input
         if flag is not current:
             if run:
-                parts.append(_make((str.__str__("".join(run)), current)))
+                parts.append(_make(("".join(run), current)))
                 run = []
             current = flag
         run.append(text)
