@@ -209,6 +209,8 @@ def mark_input(data: Any, _depth: int = 0) -> Any:
     t = type(data)
     if t is str:
         return Input(data) if data else data
+    if data is None or t is bool:
+        return data
     if t is dict or t is list or t is tuple:
         if _depth >= MAX_INPUT_DEPTH:
             raise LimitExceeded(f"the input nests deeper than {MAX_INPUT_DEPTH} levels "
@@ -221,7 +223,7 @@ def mark_input(data: Any, _depth: int = 0) -> Any:
                     for k, v in data.items()}
         items = [(Input(v) if type(v) is str and v else mark_input(v, d)) for v in data]
         return items if t is list else tuple(items)
-    if isinstance(data, Marked) or t is bool or data is None:
+    if isinstance(data, Marked):
         return data
     if isinstance(data, str):
         return mark_input(str.__str__(data), _depth)
