@@ -169,7 +169,7 @@ class Input(Marked):
         return _input(str.__getitem__(self, key))
 
     def __iter__(self):
-        return map(_input, str.__iter__(self))
+        return map(Input, str.__iter__(self))  # characters are never empty
 
     def __mod__(self, args):
         return _input(str.__mod__(self, args))
