@@ -16,7 +16,10 @@ from lark import Lark, Tree
 from lark.exceptions import LarkError, UnexpectedInput, VisitError
 
 from . import ast
+from .delimiters import DEFAULT, Delimiters
 from .errors import TemplateError, TemplateSyntaxError, TemplateTooLarge, from_lark, position
+from .generate import grammar_text
+from .tagstream import TagStream
 from .transform import builder_class
 from .whitespace import Options
 
@@ -48,11 +51,18 @@ def extension_grammar(filename: str) -> str:
 class Parser:
     """Source text to `ast.Template` for one grammar (the core plus some extensions)."""
 
-    def __init__(self, syntaxes: tuple[Syntax, ...] = (), strict: bool = False) -> None:
+    def __init__(self, syntaxes: tuple[Syntax, ...] = (), strict: bool = False,
+                 delimiters: Delimiters = DEFAULT) -> None:
         self.syntaxes = syntaxes
-        self.grammar = "\n".join([core_grammar()] + [s.grammar for s in syntaxes])
+        self.delimiters = delimiters
+        generated = grammar_text(core_grammar(), [s.grammar for s in syntaxes], delimiters)
+        self.grammar = generated.text  # with the default delimiters, the files' text unchanged
         options = dict(parser="lalr", lexer="contextual", propagate_positions=True,
                        maybe_placeholders=True, strict=strict)
+        if not delimiters.is_default:
+            # Which tag the lexer is in, line ends, whitespace facts: grammar/tagstream.py
+            block_openers = set(generated.tags) - generated.line_openers
+            options["postlex"] = TagStream(delimiters, block_openers, generated.line_openers)
         cache_dir = os.environ.get("JINJAMARK_CACHE_DIR")
         if cache_dir and not strict:
             os.makedirs(cache_dir, exist_ok=True)
@@ -62,7 +72,8 @@ class Parser:
         for s in syntaxes:
             rules.update(s.rules)
         self.builder = builder_class(rules)
-        self.tags = tag_names(self.lark)
+        self.tags = generated.tags or tag_names(self.lark)
+        self._custom = None if delimiters.is_default else delimiters
 
     def parse(self, source: str, name: Optional[str] = None, options: Options = Options(),
               max_depth: int = DEFAULT_MAX_DEPTH) -> ast.Template:
@@ -72,7 +83,7 @@ class Parser:
         try:
             tree = self.lark.parse(text)
             check_depth(tree, max_depth, source)
-            return self.builder(text, options).transform(tree)
+            return self.builder(text, options, self._custom).transform(tree)
         except TemplateError as e:
             e.locate(e.lineno or 1, e.column or 1, name, source)
             raise
@@ -85,7 +96,7 @@ class Parser:
             raise TemplateSyntaxError(f"cannot build the template: {inner}", name=name,
                                       lineno=1, column=1, source=source) from None
         except UnexpectedInput as e:
-            raise from_lark(e, text, self.tags, name, source) from None
+            raise from_lark(e, text, self.tags, name, source, self._custom) from None
         except LarkError as e:
             raise TemplateSyntaxError(str(e), name=name, lineno=1, column=1, source=source) from None
 
@@ -156,16 +167,19 @@ _parsers: dict[tuple, Parser] = {}
 _lock = threading.Lock()
 
 
-def get_parser(syntaxes: tuple[Syntax, ...] = (), strict: bool = False) -> Parser:
-    """The memoised parser for a set of extensions (order as given, which callers fix).
-    `strict` builds with Lark's strict mode: grammar conflicts and colliding terminals fail."""
-    key = (tuple((s.name, s.grammar) for s in syntaxes), strict)
+def get_parser(syntaxes: tuple[Syntax, ...] = (), strict: bool = False,
+               delimiters: Delimiters = DEFAULT) -> Parser:
+    """The memoised parser for a set of extensions, keyed by their grammars and builders (the same
+    grammar with other builders makes other nodes), in the order given, which callers fix.
+    `strict` builds with Lark's strict mode: grammar conflicts and colliding terminals fail.
+    `delimiters`: Jinja2's delimiter options; the grammar is generated from them."""
+    key = (tuple((s.name, s.grammar, tuple(s.rules.items())) for s in syntaxes), strict, delimiters)
     parser = _parsers.get(key)
     if parser is None:
         with _lock:
             parser = _parsers.get(key)
             if parser is None:
-                parser = _parsers[key] = Parser(syntaxes, strict)
+                parser = _parsers[key] = Parser(syntaxes, strict, delimiters)
     return parser
 
 

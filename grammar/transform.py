@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import re
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from lark import Token, Transformer_NonRecursive, v_args
 
 from . import ast
+from .delimiters import Delimiters
 from .errors import TemplateSyntaxError, position
+from .tagstream import check_variable_end, trimmed
 from .whitespace import Options, normalize_newlines, trim
 
 CONSTANT_NAMES = {"true": True, "True": True, "false": False, "False": False,
@@ -61,10 +63,11 @@ def _values(children: list) -> list:
 class AstBuilder(Transformer_NonRecursive):
     """Builds `ast` nodes. Extensions add methods for their own rules (see grammar.parser)."""
 
-    def __init__(self, source: str, options: Options) -> None:
+    def __init__(self, source: str, options: Options, delimiters: Optional[Delimiters] = None) -> None:
         super().__init__(visit_tokens=False)
         self.source = source
         self.options = options
+        self.delimiters = delimiters  # None: the defaults, read from the source around each text
         self._bare_tests: set[int] = set()  # ids of `x is name` tests with no arguments at all
 
     # ------------------------------------------------------------------ structure
@@ -82,23 +85,30 @@ class AstBuilder(Transformer_NonRecursive):
         return tuple(nodes)
 
     def _token_node(self, tok: Token):
-        if tok.type == "TEXT":
+        if self.delimiters is not None:  # custom: the tag stream said what surrounds each text
+            text = trimmed(tok, self.source, self.options, self.delimiters)
+        elif tok.type == "TEXT":
             text = trim(self.source, tok.start_pos, tok.end_pos, self.options)
-            return ast.Text(token_span(tok), text) if text else None
-        if tok.type == "RAW":
+        elif tok.type == "RAW":
             m = RAW_PARTS.match(tok)
             start = tok.start_pos + m.start(1)
             text = trim(self.source, start, start + len(m.group(1)), self.options, after_raw_open=True)
-            return ast.Text(token_span(tok), text) if text else None
-        return None  # COMMENT
+        else:
+            return None  # COMMENT
+        return ast.Text(token_span(tok), text) if text else None
 
     def output(self, meta, children):
-        if len(children) == 4:  # VAR_OPEN expr RBRACE RBRACE: the braces must touch
-            first, second = children[2], children[3]
+        # VAR_OPEN expr RBRACE RBRACE: the braces must touch (so must any closer's brackets)
+        self._check_touching(children[2:])
+        if self.delimiters is not None:
+            check_variable_end(children[2:], self.delimiters, self.source)
+        return ast.Output(meta_span(meta), children[1])
+
+    def _check_touching(self, tokens: list) -> None:
+        for first, second in zip(tokens, tokens[1:]):
             if second.start_pos != first.end_pos:
                 line, column = position(self.source, first.start_pos)
-                raise TemplateSyntaxError("unexpected '}'", lineno=line, column=column)
-        return ast.Output(meta_span(meta), children[1])
+                raise TemplateSyntaxError(f"unexpected '{first}'", lineno=line, column=column)
 
     # ------------------------------------------------------------------ statements
     def if_stmt(self, meta, children):

@@ -9,6 +9,11 @@ position in the source, which keeps every token's offset true. The rules, as Jin
   `{% raw %}`, and not when the tag ends with `+%}`);
 - `lstrip_blocks` removes spaces and tabs between the start of a line and a block tag or comment
   (not before `{{`, not when the tag starts with `{%+`).
+
+With the default delimiters the delimiters are read from the source around the text (`trim`).
+With custom ones the tag stream tells each text token what is around it (grammar/tagstream.py),
+and `trim_between` applies the same rules; a line statement's end, which has eaten its line
+break, and a line comment, which keeps it, leave the text after them alone.
 """
 from __future__ import annotations
 
@@ -17,6 +22,11 @@ from dataclasses import dataclass
 
 NEWLINES = re.compile(r"\r\n|\r")
 _ONLY_SPACE = re.compile(r"\s+")
+
+# The kinds of delimiter around a text, named after the default delimiters' characters.
+BLOCK, COMMENT, VARIABLE_OPEN, VARIABLE_CLOSE = "%", "#", "{", "}"
+RAW_OPENED = "raw"  # the end of `{% raw %}`: `-` strips, trim_blocks does not apply
+NOTHING = ""        # the template's edges, a line statement's end, a line comment
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,22 +61,32 @@ def _opener_after(source: str, end: int) -> tuple[str, str]:
 
 
 def trim(source: str, start: int, end: int, options: Options, after_raw_open: bool = False) -> str:
-    """The text of `source[start:end]` after whitespace control."""
+    """The text of `source[start:end]` after whitespace control (default delimiters)."""
+    kind, sign = _closer_before(source, start)
+    closer = (RAW_OPENED if after_raw_open else kind, sign)
+    return trim_between(source, start, end, options, closer, _opener_after(source, end))
+
+
+def trim_between(source: str, start: int, end: int, options: Options,
+                 closer: tuple[str, str], opener: tuple[str, str]) -> str:
+    """The text of `source[start:end]` after whitespace control, between the delimiters
+    `closer` and `opener`, each a (kind, sign) pair."""
     text = normalize_newlines(source[start:end])
     consumed = ""
-    kind, sign = _closer_before(source, start)
+    kind, sign = closer
     if sign == "-":
         stripped = text.lstrip()
         consumed, text = text[: len(text) - len(stripped)], stripped
-    elif (kind in "%#" and kind and sign != "+" and options.trim_blocks and not after_raw_open
+    elif (kind in (BLOCK, COMMENT) and sign != "+" and options.trim_blocks
           and text.startswith("\n")):
         consumed, text = "\n", text[1:]
-    line_starting = start == 0 or consumed.endswith("\n")
+    # As Jinja2's lexer: does the text start a line (the delimiter before it ended one)?
+    line_starting = start == 0 or consumed.endswith("\n") or source[start - 1] in "\n\r"
 
-    kind, sign = _opener_after(source, end)
+    kind, sign = opener
     if sign == "-":
         return text.rstrip()
-    if kind in "%#" and kind and sign != "+" and options.lstrip_blocks:
+    if kind in (BLOCK, COMMENT) and sign != "+" and options.lstrip_blocks:
         line_start = text.rfind("\n") + 1
         if (line_start > 0 or line_starting) and _ONLY_SPACE.fullmatch(text, line_start):
             return text[:line_start]

@@ -2,8 +2,8 @@
 from .chat import ChatTemplate, chat_environment
 from .environment import Environment, RenderContext, Template
 from .environment_tools import pass_context, pass_environment, pass_eval_context
-from .errors import (LimitExceeded, SecurityError, TemplateAssertionError, TemplateError,
-                     TemplateRuntimeError, TemplateSyntaxError, UndefinedError)
+from .errors import (ExtensionError, LimitExceeded, SecurityError, TemplateAssertionError,
+                     TemplateError, TemplateRuntimeError, TemplateSyntaxError, UndefinedError)
 from .ext import Extension
 from .limits import Limits
 from .marks import Marked
@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ChatTemplate", "chat_environment", "Environment", "RenderContext", "Template",
     "pass_context", "pass_environment", "pass_eval_context",
-    "LimitExceeded", "SecurityError", "TemplateAssertionError", "TemplateError",
+    "ExtensionError", "LimitExceeded", "SecurityError", "TemplateAssertionError", "TemplateError",
     "TemplateRuntimeError", "TemplateSyntaxError", "UndefinedError",
     "Extension", "Limits", "Marked", "Part", "ChainableUndefined", "StrictUndefined", "Undefined",
     "mark_input",

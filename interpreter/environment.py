@@ -6,12 +6,12 @@ from collections import OrderedDict
 from typing import Any, Callable, Iterable, Mapping, Optional
 
 from .grammar import ast
-from .grammar.parser import get_parser
+from .grammar.delimiters import Delimiters
 from .grammar.whitespace import Options
 from .errors import TemplateAssertionError, TemplateError, TemplateRuntimeError, TemplateTooLarge
 from .evaluator import CORE_HANDLERS, Evaluator, LoopSignal
 from .expressions import BINARY
-from .ext import Extension, resolve
+from .ext import Extension, install, parser_for, resolve
 from . import limits
 from .limits import DEFAULT_LIMITS, Limits
 from .output import Part, to_parts
@@ -28,12 +28,22 @@ class Environment:
     def __init__(self, trim_blocks: bool = False, lstrip_blocks: bool = False,
                  keep_trailing_newline: bool = False, undefined: type = Undefined,
                  loader: Any = None, extensions: Iterable[Extension | str] = (),
-                 limits: Limits = DEFAULT_LIMITS, immutable: bool = False) -> None:
+                 limits: Limits = DEFAULT_LIMITS, immutable: bool = False,
+                 strict_extensions: bool = False, *,
+                 block_start_string: str = "{%", block_end_string: str = "%}",
+                 variable_start_string: str = "{{", variable_end_string: str = "}}",
+                 comment_start_string: str = "{#", comment_end_string: str = "#}",
+                 line_statement_prefix: Optional[str] = None,
+                 line_comment_prefix: Optional[str] = None) -> None:
         from .builtin_tests import TESTS
         from .filters import FILTERS
         from .globals import GLOBALS
 
         self.options = Options(trim_blocks, lstrip_blocks, keep_trailing_newline)
+        # Jinja2's delimiter options; the grammar is generated from them (ValueError if unusable)
+        self.delimiters = Delimiters(block_start_string, block_end_string, variable_start_string,
+                                     variable_end_string, comment_start_string, comment_end_string,
+                                     line_statement_prefix, line_comment_prefix)
         self.undefined = undefined
         self.loader = loader
         self.limits = limits
@@ -49,13 +59,10 @@ class Environment:
                                          "urlize.target": None, "urlize.extra_schemes": None}
         self.handlers = dict(CORE_HANDLERS)
         self.operators: dict[str, Callable] = dict(BINARY)
-        for ext in self.extensions:
-            self.handlers.update(ext.handlers)
-            self.operators.update(ext.operators)
-            self.filters.update(ext.filters)
-            self.tests.update(ext.tests)
-            self.globals.update(ext.globals)
-        self._parser = get_parser(tuple(e.syntax for e in self.extensions if e.syntax))
+        install(self, self.extensions)  # conflicts between extensions are ExtensionErrors
+        # strict_extensions: Lark's strict mode, so that grammar conflicts fail instead of being
+        # resolved silently (for developing and testing an extension; building is ~4x slower)
+        self._parser = parser_for(self.extensions, strict=strict_extensions, delimiters=self.delimiters)
         self._cache: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
@@ -118,7 +125,11 @@ class Environment:
             elif kind is ast.Test and node.name not in self.tests and not soft:
                 self._refuse(f"No test named {node.name!r}.", node, name, source)
             elif isinstance(node, ast.Stmt | ast.Expr) and kind not in self.handlers:
-                self._refuse(f"no handler for {kind.__name__} nodes", node, name, source)
+                self._refuse(f"no handler for {kind.__name__} nodes: a rule builds them, but no "
+                             "enabled extension has a handler for them", node, name, source)
+            elif kind is ast.Binary and node.op not in self.operators:
+                self._refuse(f"no operator {node.op!r}: a rule builds it, but no enabled "
+                             "extension defines it", node, name, source)
             if kind is ast.Logical and self._short_circuits(node):
                 continue  # `none and x`: Jinja2 folds the constant away and never compiles x
             inner = INNER_FIELDS.get(kind) or getattr(kind, "jinja_inner_fields", ())

@@ -1,6 +1,7 @@
 """The errors a render can raise. All are `TemplateError`s with a name, line, column and caret."""
 from __future__ import annotations
 
+from .grammar.compose import ExtensionError
 from .grammar.errors import (LimitExceeded, TemplateAssertionError, TemplateError,
                              TemplateRuntimeError, TemplateSyntaxError, TemplateTooLarge)
 
@@ -14,4 +15,4 @@ class SecurityError(TemplateRuntimeError):
 
 
 __all__ = ["TemplateError", "TemplateSyntaxError", "TemplateAssertionError", "TemplateRuntimeError",
-           "UndefinedError", "SecurityError", "LimitExceeded", "TemplateTooLarge"]
+           "UndefinedError", "SecurityError", "LimitExceeded", "TemplateTooLarge", "ExtensionError"]
