@@ -6,7 +6,8 @@ Every corpus template x every corpus conversation (add_generation_prompt=True), 
 configured like transformers' apply_chat_template (see benchmarks/README.md). Reports, per engine,
 the median time of (a) compile: building a template in a fresh environment plus its first render,
 and (b) a warm render of an already compiled template; then the medians of the per-case ratios
-jinjamark/Jinja2 and jinjamark/minijinja, and render_parts/render for jinjamark.
+jinjamark/Jinja2 and jinjamark/minijinja, render_parts/render for jinjamark, and the share of
+marking the longest conversation (mark_input) in rendering it.
 Timings are taken only on cases that every compared engine renders to Jinja2's output.
 """
 from __future__ import annotations
@@ -164,6 +165,7 @@ class Results:
         self.cold: dict[str, list[float]] = {name: [] for name in ENGINES}
         self.jinja2_raised = 0
         self.timed_templates = 0
+        self.marking: list[tuple[float, float]] = []  # longest conversation: (mark, render)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -187,15 +189,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     print(f"corpus {folder}: {len(templates)} templates x {len(conversations)} conversations",
           file=sys.stderr)
     results = Results()
+    longest = max(conversations, key=lambda fixture: len(fixture["messages"]))
     for path in templates:
-        measure_template(path, conversations, repeat, results)
+        measure_template(path, conversations, repeat, results, longest)
         print(".", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
     report(templates, conversations, results, parser_time)
     return 0
 
 
-def measure_template(path: Path, conversations: list[dict], repeat: int, results: Results) -> None:
+def measure_template(path: Path, conversations: list[dict], repeat: int, results: Results,
+                     longest: dict) -> None:
     source = path.read_text(encoding="utf-8")
     compiled = {}
     for name, (fresh, compile_, _) in ENGINES.items():
@@ -211,6 +215,11 @@ def measure_template(path: Path, conversations: list[dict], repeat: int, results
             results.warm[name].append(best_time(lambda: render(compiled[name], fixture), repeat))
         results.warm["jinjamark parts"].append(
             best_time(lambda: jinjamark_parts(compiled["jinjamark"], fixture), repeat))
+        if fixture is longest:
+            data = {"messages": fixture["messages"], "tools": fixture.get("tools"),
+                    "documents": fixture.get("documents"), **(fixture.get("kwargs") or {})}
+            results.marking.append((best_time(lambda: jinjamark.mark_input(data), repeat),
+                                    results.warm["jinjamark"][-1]))
     if first_ok is not None:
         results.timed_templates += 1
         for name in ENGINES:
@@ -271,6 +280,10 @@ def timing_tables(results: Results) -> None:
         print(f"{label:<28}" + "".join(f"{ratio(data['jinjamark'], data[n]):>22}" for n in others))
     print(f"\njinjamark render_parts / render (warm), median ratio: "
           f"{ratio(results.warm['jinjamark parts'], results.warm['jinjamark'])}")
+    if results.marking:
+        share = statistics.median(mark / render for mark, render in results.marking)
+        print(f"mark_input of the longest conversation / rendering it, median over "
+              f"{len(results.marking)} templates: {share:.1%}")
 
 
 def ms(seconds: float) -> str:
