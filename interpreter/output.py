@@ -15,17 +15,16 @@ class Part(NamedTuple):
 
 def to_parts(pieces: Iterable[str]) -> list[Part]:
     """Split pieces by their marks and merge neighbours with the same flag."""
+    pieces = list(pieces)
+    if Mixed in map(type, pieces):  # a C loop; most renders have no mixed piece
+        pieces = _expanded(pieces)
     parts: list[Part] = []
     run: list[str] = []  # the texts of the part being built
     current = False      # whether that part is input
     for piece in pieces:
-        kind = type(piece)
-        if kind is Mixed:
-            parts, run, current = to_parts_mixed(piece, parts, run, current)
-            continue
         if not piece:
             continue
-        flag = kind is Input  # str and unmarked str subclasses (Markup) are template text
+        flag = type(piece) is Input  # str and unmarked str subclasses (Markup) are template text
         if flag is not current:
             if run:
                 parts.append(_make(("".join(run), current)))
@@ -35,19 +34,6 @@ def to_parts(pieces: Iterable[str]) -> list[Part]:
     if run:
         parts.append(_make(("".join(run), current)))
     return parts
-
-
-def to_parts_mixed(piece: Mixed, parts: list, run: list, current: bool) -> tuple:
-    """`to_parts`' step for a mixed piece: each of its runs as a piece of its own."""
-    for text in _expanded([piece]):
-        flag = type(text) is Input
-        if flag is not current:
-            if run:
-                parts.append(_make(("".join(run), current)))
-                run = []
-            current = flag
-        run.append(text)
-    return parts, run, current
 
 
 def _expanded(pieces: list[str]) -> list[str]:
