@@ -9,10 +9,13 @@ delimiters need is appended at the end:
 - openers (tags, `{{`, comments, raw blocks, text) are rebuilt from the escaped strings, each
   with lookaheads that give a position to the opener Jinja2 tries first, at priority 3: they
   must win over ignored whitespace where an opener starts with it (line statements);
-- closers get priority 3, because Jinja2 tries the end of a tag before any other token; a closer
-  made of closing brackets only (`}`, `]]`) is lexed as brackets instead, so that the parser tells
-  it from a bracket closing a literal, as Jinja2's balancing lexer does;
+- closers get priority 3, because Jinja2 tries the end of a tag before any other token, and
+  with `-` they take the whitespace after them, as Jinja2's do; a closer made of closing
+  brackets only (`}`, `]]`) is lexed as brackets instead, so that the parser tells it from a
+  bracket closing a literal, as Jinja2's balancing lexer does;
 - tags close with the rule `_bc` (the block closer, or the end of a line statement);
+- where text stops but no opener matches, STRAY_OPENER (refused by the tag stream) makes the
+  syntax error;
 - with line statements every tag opener gets a line form `_X__LINE`, and the rule `_tag_x`
   takes either; line ends and statement modes are the business of grammar/tagstream.py.
 """
@@ -29,7 +32,6 @@ OPENER = re.compile(r"^[ \t]*(_[A-Z][A-Z0-9_]*)[ \t]*:[ \t]*/\\\{%\[-\+\]\?\\s\*
 TERMINAL_LINE = re.compile(r"^[ \t]*_?[A-Z][A-Z0-9_]*(?:\.-?\d+)?[ \t]*:")
 PRIORITY = 3
 LINE_SUFFIX = "__LINE"
-BRACKET_NAMES = {"}": "RBRACE", "]": "RSQB", ")": "RPAR"}  # as Lark names the literals
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ def _replace_line(text: str, name: str, new: str) -> str:
 def _core_terminals(core: str, d: Delimiters) -> str:
     """The core with its delimiter-dependent definitions replaced, one line for one line."""
     bs, be = escape(d.block_start_string), escape(d.block_end_string)
-    cs, ce = escape(d.comment_start_string), escape(d.comment_end_string)
+    ce = escape(d.comment_end_string)
     text = _replace_line(core, "TEXT", f"TEXT.3: /{d.text_regex()}/")
     # Jinja2 reads the opener's `-`/`+` before it looks for the end: `<!---->` is unterminated.
     text = _replace_line(text, "COMMENT",
@@ -170,4 +172,4 @@ def _line_syntax(tags: dict[str, str], d: Delimiters) -> list[str]:
     return lines
 
 
-__all__ = ["Generated", "grammar_text", "OPENER", "LINE_SUFFIX", "BRACKET_NAMES"]
+__all__ = ["Generated", "grammar_text", "OPENER", "LINE_SUFFIX"]

@@ -32,7 +32,8 @@ class Syntax:
 
     The fragment adds statements with `%extend _statement: my_stmt` and defines its own
     opener terminals in the core's style (`_MYTAG: /\\{%[-+]?\\s*mytag(?!\\w)/`). Each rule
-    it defines that is not inlined needs a builder `(meta, children) -> ast node`.
+    it defines that is not inlined needs a builder `(meta, children) -> ast node`. Openers are
+    written for the default delimiters; with custom ones grammar/generate.py rewrites them.
     """
     name: str
     grammar: str

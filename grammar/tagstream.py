@@ -8,8 +8,9 @@ this stream, which sees every token in order:
   of the template: `_NL` tokens become `_LINE_END` there and are dropped as whitespace elsewhere;
   a block closer or a lone closing bracket inside a line statement is refused, as Jinja2 reads
   them as operators;
-- with one end string for blocks and print statements (`%>`, `}`), the closer is the same token
-  in both, and the parser's rules sort that out;
+- a block end string of several closing brackets (`]]`) is lexed as brackets that the parser
+  takes for the end; here they must touch, as one delimiter;
+- an opener with no tag after it (`{%` then a number, `# ` alone) is refused, as in Jinja2;
 - every TEXT token learns the delimiters around it (kind and `-`/`+` sign), which is what
   whitespace control needs (grammar/whitespace.py) and what a look at the source cannot tell
   when blocks and print statements end alike.

@@ -3,7 +3,9 @@ and `line_comment_prefix`, with Jinja2 3.1's semantics.
 
 1. Generated templates (text, outputs, if/for/set/macro/call/filter/with/raw blocks, comments, line
    statements and line comments, every whitespace-control marker, trim_blocks / lstrip_blocks /
-   keep_trailing_newline) render as Jinja2 renders them with the same delimiters, or both raise.
+   keep_trailing_newline) render as Jinja2 renders them with the same delimiters, or both raise:
+   ten delimiter sets, 1,600 templates plus 600 with deeper nesting per run (the same ones each
+   run, see conftest.py; JINJAMARK_HYPOTHESIS=explore draws new ones).
 2. Each option's documented behaviour, as examples (the expected text is Jinja2's, checked).
 3. Syntax errors with custom delimiters have the template name, line, column and caret.
 4. The shipped extensions work with custom delimiters.
@@ -12,17 +14,17 @@ and `line_comment_prefix`, with Jinja2 3.1's semantics.
 from __future__ import annotations
 
 import os
-import time
 
 import jinja2
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
 import jinjamark
 from jinjamark.grammar.delimiters import Delimiters
 from jinjamark.grammar.parser import Parser, Syntax, core_grammar, extension_grammar, get_parser
+from conftest import chat_templates, conversations, outcome
 from oracle import Generation, tojson
 from test_differential import COMMENT_BODIES, RAW_BODIES, Choices, TemplateBuilder, assert_same_as_jinja2
 
@@ -112,19 +114,22 @@ def delimited_cases(draw, depth: int = 3, expr_depth: int = 4):
     opts.update({name: draw(st.booleans()) for name in ("trim_blocks", "lstrip_blocks", "keep_trailing_newline")})
     opts["extensions"] = EXTENSIONS
     choices = Choices(draw(st.binary(min_size=120, max_size=600)))
-    return DelimitedBuilder(choices, opts, expr_depth).body(depth, 5), opts
+    source = DelimitedBuilder(choices, opts, expr_depth).body(depth, 5)
+    if source.endswith(tuple(opts["comment_start_string"] + sign for sign in ("", "-", "+"))):
+        source += "."  # Jinja2 lets a comment opener end the template (COMPATIBILITY.md, Errors)
+    return source, opts
 
 
 # ---------------------------------------------------------------------------- 1. differential
 
 @pytest.mark.filterwarnings("ignore::SyntaxWarning")  # Jinja2's generated code for `1[0]` and the like
-@settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck), phases=PHASES)
+@settings(max_examples=1600, deadline=None, suppress_health_check=list(HealthCheck), phases=PHASES)
 @given(case=delimited_cases())
 def test_generated_templates_with_custom_delimiters_render_as_jinja2(case):
     assert_same_as_jinja2(*case)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), phases=PHASES)
+@settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck), phases=PHASES)
 @given(case=delimited_cases(depth=4, expr_depth=0))
 def test_nested_tags_and_whitespace_with_custom_delimiters_match_jinja2(case):
     assert_same_as_jinja2(*case)
@@ -263,7 +268,7 @@ def test_no_exception_but_template_errors_escape_with_custom_delimiters(name, ju
 
 # ---------------------------------------------------------------------------- 4. extensions
 
-@pytest.mark.parametrize("name", ["angle", "latex", "erb", "hash_lines"])
+@pytest.mark.parametrize("name", ["angle", "latex", "erb", "parens", "hash_lines"])
 def test_shipped_extensions_work_with_custom_delimiters(name):
     opts = SETS[name]
     bs, be = opts["block_start_string"], opts["block_end_string"]
@@ -272,14 +277,10 @@ def test_shipped_extensions_work_with_custom_delimiters(name):
               f"{bs} continue {be}{bs} endif {be}{bs} if x > 5 {be}{bs} break {be}{bs} endif {be}"
               f"{bs} do ns.items.append(x) {be}{bs} generation {be}[{vs} x {ve}]{bs} endgeneration {be}"
               f"{bs} endfor {be}{vs} ns.items|length {ve}")
-    xs = [3, 1, 2, 9, 4]
+    theirs = SandboxedEnvironment(extensions=[Generation, "jinja2.ext.loopcontrols", "jinja2.ext.do"], **opts)
     ours = jinjamark.Environment(extensions=["loopcontrols", "do", "generation"], **opts)
-    theirs = ImmutableSandboxedEnvironment(extensions=[Generation, "jinja2.ext.loopcontrols"], **opts)
-    assert "do" not in source or ours.from_string(source).render(xs=xs) == "[3][2]2"
-    oracle_source = source.replace(f"{bs} do ns.items.append(x) {be}", "")
-    assert theirs.from_string(oracle_source).render(xs=xs) == "[3][2]0"  # mutation refused: no do
-    assert jinjamark.Environment(extensions=["loopcontrols", "generation"], **opts).from_string(
-        oracle_source).render(xs=xs) == "[3][2]0"
+    assert theirs.from_string(source).render(xs=[3, 1, 2, 9, 4]) == "[3][2]2"
+    assert ours.from_string(source).render(xs=[3, 1, 2, 9, 4]) == "[3][2]2"
 
 
 def test_loop_controls_as_line_statements():
@@ -315,6 +316,25 @@ def test_default_delimiters_leave_the_grammar_text_unchanged():
     assert Parser().grammar == core_grammar()
     assert Parser(shipped).grammar == "\n".join([core_grammar()] + [s.grammar for s in shipped])
     assert get_parser(shipped, delimiters=Delimiters()) is get_parser(shipped)
+
+
+class DefaultStringsGenerated(Delimiters):
+    """The default strings, sent down the path for custom delimiters."""
+    is_default = property(lambda self: False)
+
+
+def test_the_generated_path_with_the_default_strings_renders_the_corpus_as_the_shipped_grammar():
+    # The rewritten grammar, the tag stream and its whitespace facts, checked on real templates.
+    shipped = jinjamark.chat_environment()
+    generated = jinjamark.chat_environment()
+    generated._parser = Parser(shipped._parser.syntaxes, delimiters=DefaultStringsGenerated())
+    fixtures = conversations()
+    for i, (stem, source) in enumerate(chat_templates()[::3]):
+        fixture = fixtures[i % len(fixtures)][1]
+        context = dict(messages=fixture["messages"], tools=fixture.get("tools"),
+                       add_generation_prompt=True, bos_token="<s>", eos_token="</s>")
+        assert outcome(generated.from_string(source).render, context).describe() == \
+            outcome(shipped.from_string(source).render, context).describe(), stem
 
 
 def test_custom_delimiters_have_a_parser_of_their_own():
@@ -353,8 +373,3 @@ def test_unusable_delimiters_are_refused_when_the_environment_is_made(options, e
     with pytest.raises(error, match=message):
         jinjamark.Environment(**options)
 
-
-def test_a_custom_grammar_builds_in_well_under_a_second():
-    start = time.perf_counter()
-    Parser(delimiters=Delimiters(**delimiters(("<?", "?>"), ("<?=", "?>"), ("<!--", "-->"))))
-    assert time.perf_counter() - start < 5  # generous: shared CI machines
