@@ -130,3 +130,46 @@ def test_mutated_chat_templates_only_ever_raise_template_errors(source, fixture,
                "messages": data["messages"], "tools": data.get("tools"),
                "documents": data.get("documents"), "add_generation_prompt": agp}
     only_template_errors(source, context)
+
+
+# ---------------------------------------------------------------------------- colons
+# Jinja2 skips one colon before the end of a tag that opens a body ("for Python
+# compatibility"); its documentation writes line statements that way.
+
+COLON_CASES = [
+    "{% if x: %}y{% elif z: %}e{% else: %}n{% endif %}",
+    "{% for i in xs: %}{{ i }}{% else: %}none{% endfor %}",
+    "{% for i in xs if i recursive: %}{{ i }}{% endfor %}",
+    "{% set a: %}q{% endset %}{{ a }}",
+    "{% macro m(a): %}{{ a }}{% endmacro %}{{ m(1) }}",
+    "{% macro m(): %}{{ caller() }}{% endmacro %}{% call m(): %}c{% endcall %}",
+    "{% filter upper: %}abc{% endfilter %}",
+    "{% if x: -%}  y{% endif %}",
+    "{% if {'a': 1}: %}y{% endif %}",
+    # refused by both: a colon where no body opens, or two
+    "{% with a=1: %}{{ a }}{% endwith %}",
+    "{% if x %}{% endif: %}",
+    "{% if x:: %}{% endif %}",
+    "{% set a = 1: %}",
+]
+
+
+@pytest.mark.parametrize("source", COLON_CASES)
+def test_a_colon_before_a_body_is_skipped_as_jinja2_does(source):
+    import jinja2
+    context = {"x": 1, "xs": [1, 2], "z": 0}
+    try:
+        want = jinja2.Environment().from_string(source).render(context)
+    except jinja2.TemplateSyntaxError:
+        with pytest.raises(jinjamark.TemplateSyntaxError):
+            jinjamark.Environment().from_string(source)
+        return
+    assert jinjamark.Environment().from_string(source).render(context) == want
+
+
+def test_line_statements_may_end_with_a_colon_as_jinja2_documents_them():
+    import jinja2
+    source = "# for item in seq:\n  <{{ item }}>\n# endfor\n"
+    want = jinja2.Environment(line_statement_prefix="#").from_string(source).render(seq=[1, 2])
+    got = jinjamark.Environment(line_statement_prefix="#").from_string(source).render(seq=[1, 2])
+    assert got == want == "  <1>\n  <2>\n"
