@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Callable, Mapping, Optional
 
-from lark import Lark, Tree
+from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedInput, VisitError
 
 from . import ast
@@ -59,7 +59,8 @@ class Parser:
         generated = grammar_text(core_grammar(), [s.grammar for s in syntaxes], delimiters)
         self.grammar = generated.text  # with the default delimiters, the files' text unchanged
         options = dict(parser="lalr", lexer="contextual", propagate_positions=True,
-                       maybe_placeholders=True, strict=strict)
+                       maybe_placeholders=True, strict=strict,
+                       lexer_callbacks={"NAME": _identifier})
         if not delimiters.is_default:
             # Which tag the lexer is in, line ends, whitespace facts: grammar/tagstream.py
             block_openers = set(generated.tags) - generated.line_openers
@@ -100,6 +101,15 @@ class Parser:
             raise from_lark(e, text, self.tags, name, source, self._custom) from None
         except LarkError as e:
             raise TemplateSyntaxError(str(e), name=name, lineno=1, column=1, source=source) from None
+
+
+def _identifier(token: Token) -> Token:
+    """Names are Python identifiers (`é`, `名前`); a run of word characters that is not one
+    (`x²`) is refused with Jinja2's message."""
+    if not token.value.isidentifier():
+        raise TemplateSyntaxError("Invalid character in identifier", lineno=token.line,
+                                  column=token.column)
+    return token
 
 
 _build_lock = threading.Lock()

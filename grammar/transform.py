@@ -32,6 +32,22 @@ def meta_span(meta: Any) -> ast.Span:
     return ast.Span(meta.line, meta.column, meta.start_pos, meta.end_pos)
 
 
+def _check_keyword_ends(source: str, start: int, keyword: str) -> None:
+    """A keyword the lexer matched at the front of a longer name (`for x ins`: the lexer, in a
+    state where no name can follow the target, reads `in` then `s`) is the name, as Jinja2
+    reads it. `start` is where the node after the keyword begins."""
+    if 0 < start < len(source) and _WORD.match(source, start) and _WORD.match(source, start - 1):
+        word = _WORD_RUN.match(source, start - len(keyword)).group(0)
+        line = source.count("\n", 0, start) + 1
+        column = start - len(keyword) - source.rfind("\n", 0, start)
+        raise TemplateSyntaxError(f"expected token {keyword!r}, got {word!r}", lineno=line,
+                                  column=column)
+
+
+_WORD = re.compile(r"\w")
+_WORD_RUN = re.compile(r"\w+")
+
+
 def decode_string(tok: Token) -> str:
     """A string literal's value, with Python escapes, as Jinja2 decodes it.
 
@@ -132,6 +148,7 @@ class AstBuilder(Transformer_NonRecursive):
 
     def for_stmt(self, meta, children):
         target, iterable, *rest = children
+        _check_keyword_ends(self.source, iterable.span.start, "in")
         inside = [target] + [part for part in rest if isinstance(part, (tuple, ast.Node))]
         if any(type(n) is ast.NameTarget and n.name == "loop" for n in ast.walk(tuple(inside))):
             raise TemplateSyntaxError("Can't assign to special loop variable in for-loop target",

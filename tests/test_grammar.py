@@ -173,3 +173,26 @@ def test_line_statements_may_end_with_a_colon_as_jinja2_documents_them():
     want = jinja2.Environment(line_statement_prefix="#").from_string(source).render(seq=[1, 2])
     got = jinjamark.Environment(line_statement_prefix="#").from_string(source).render(seq=[1, 2])
     assert got == want == "  <1>\n  <2>\n"
+
+
+# ---------------------------------------------------------------------------- names
+
+@pytest.mark.parametrize("source", [
+    "{{ éab }}", "{% set 名前 = 1 %}{{ 名前 }}", "{{ d.é }}",
+    "{% macro ü(ä) %}{{ ä }}{% endmacro %}{{ ü(2) }}",
+    "{{ x² }}",                       # word characters, but not an identifier: refused
+    "{% for w ins %}{% endfor %}",    # `in` at the front of a longer name is that name
+    "x\n{% for w inside %}{% endfor %}",
+    "{% for w in(s) %}{{ w }}{% endfor %}", "{% for w in\ns %}{{ w }}{% endfor %}",
+])
+def test_names_are_python_identifiers_as_in_jinja2(source):
+    import jinja2
+    context = {"éab": 3, "d": {"é": 4}, "s": "ab", "ins": []}
+    try:
+        want = jinja2.Environment().from_string(source).render(context)
+    except jinja2.TemplateSyntaxError as error:
+        with pytest.raises(jinjamark.TemplateSyntaxError) as ours:
+            jinjamark.Environment().from_string(source)
+        assert ours.value.message == error.message and ours.value.lineno == error.lineno
+        return
+    assert jinjamark.Environment().from_string(source).render(context) == want
