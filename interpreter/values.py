@@ -201,6 +201,16 @@ def _item(obj: Any, key: Any) -> Any:
 MAX_INPUT_DEPTH = 200
 
 
+_KEYS: dict[str, Any] = {}  # marked dict keys, shared: an Input is immutable
+
+
+def _input_key(key: str) -> Any:
+    marked = Input(key)
+    if len(_KEYS) < 10_000 and len(key) <= 64:  # bounded: keys can be input too
+        _KEYS[key] = marked
+    return marked
+
+
 def mark_input(data: Any, _depth: int = 0) -> Any:
     """JSON-like data with every string (keys too) and number marked as input; containers are
     copied, the caller's data is left as it was. Data nested deeper than MAX_INPUT_DEPTH (or
@@ -217,8 +227,8 @@ def mark_input(data: Any, _depth: int = 0) -> Any:
                                 "(or contains itself)")
         d = _depth + 1
         # the common leaf (a non-empty str) is marked inline: one call per container, not per leaf
-        if t is dict:
-            return {(Input(k) if type(k) is str and k else mark_input(k, d)):
+        if t is dict:  # keys repeat from dict to dict ("role", "content"): made once each
+            return {(_KEYS.get(k) or _input_key(k) if type(k) is str and k else mark_input(k, d)):
                     (Input(v) if type(v) is str and v else mark_input(v, d))
                     for k, v in data.items()}
         items = [(Input(v) if type(v) is str and v else mark_input(v, d)) for v in data]
