@@ -6,7 +6,7 @@ without a handler fails loudly.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NoReturn
 
 from .grammar import ast
 from .errors import LimitExceeded, TemplateError, TemplateRuntimeError
@@ -55,20 +55,27 @@ class Evaluator:
             if self.steps <= 0:
                 self.steps = self.budget.refuel()
             return self.handlers[node.__class__](self, node, scope)
-        except (TemplateError, LoopSignal) as e:
-            if isinstance(e, TemplateError) and e.lineno is None:
-                e.locate(node.span.line, node.span.column, self.name, self.source)
-            raise
         except KeyError as e:
             if node.__class__ not in self.handlers:
                 raise TemplateRuntimeError(f"no handler for {node.__class__.__name__} nodes") from None
-            raise self.runtime_error(e, node) from e
-        except RecursionError:
+            self.fail(e, node)
+        except Exception as e:
+            self.fail(e, node)
+
+    def fail(self, e: Exception, node: Any) -> NoReturn:
+        """Raise `e` as an error at `node`: a template error gets the node's position unless an
+        inner node gave it one, too deep a recursion is LimitExceeded, any other exception a
+        TemplateRuntimeError; loop signals pass."""
+        if isinstance(e, LoopSignal):
+            raise e
+        if isinstance(e, TemplateError):
+            e.locate(node.span.line, node.span.column, self.name, self.source)
+            raise e
+        if isinstance(e, RecursionError):
             error = LimitExceeded("maximum recursion depth exceeded")
             error.locate(node.span.line, node.span.column, self.name, self.source)
             raise error from None
-        except Exception as e:
-            raise self.runtime_error(e, node) from e
+        raise self.runtime_error(e, node) from e
 
     def runtime_error(self, e: Exception, node: Any) -> TemplateRuntimeError:
         message = str(e) if not isinstance(e, KeyError) else f"key {e}"
@@ -117,9 +124,8 @@ def exec_output(ev: Evaluator, node: ast.Output, scope: Scope) -> None:
             value = ev.eval(item, scope)
             try:
                 ev.write(value)
-            except TemplateError as e:
-                e.locate(expr.span.line, expr.span.column, ev.name, ev.source)
-                raise
+            except Exception as e:
+                ev.fail(e, expr)
     else:
         ev.write(ev.eval(expr, scope))
 
@@ -166,13 +172,8 @@ def _addends(ev: Evaluator, expr: ast.Binary) -> tuple[list, list]:
 def _add(ev: Evaluator, node: ast.Binary, left: Any, right: Any) -> Any:
     try:
         return binary(ev, "+", left, right)
-    except TemplateError as e:
-        e.locate(node.span.line, node.span.column, ev.name, ev.source)
-        raise
-    except (LoopSignal, RecursionError):
-        raise
     except Exception as e:
-        raise ev.runtime_error(e, node) from e
+        ev.fail(e, node)
 
 
 def exec_if(ev: Evaluator, node: ast.If, scope: Scope) -> None:
@@ -371,11 +372,8 @@ def apply_filter(ev: Evaluator, node: ast.Filter, value: Any, scope: Scope) -> A
     args, kwargs = evaluate_arguments(ev, node.arguments, scope)
     try:
         return ev.env.call_filter(node.name, value, args, kwargs)
-    except TemplateError as e:
-        e.locate(node.span.line, node.span.column, ev.name, ev.source)
-        raise
     except Exception as e:
-        raise ev.runtime_error(e, node) from e
+        ev.fail(e, node)
 
 
 def exec_with(ev: Evaluator, node: ast.With, scope: Scope) -> None:
