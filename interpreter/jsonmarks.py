@@ -1,9 +1,11 @@
 """`json.dumps` that keeps marks: characters of input strings (values and keys) stay input
 inside their JSON escapes; quotes, brackets, commas and template strings stay template text.
 
-The text is always exactly `json.dumps(value, **kwargs)`. The marks come from running the
-standard library's own pure-Python encoder with a string encoder that returns marked pieces; if
-that encoder is unavailable or disagrees with `json.dumps`, the whole text is input (fail safe).
+The text is always exactly `json.dumps(value, **kwargs)`. The marks come from finding each
+string and number of the value in that text, in the encoder's order (the fast path); for
+options that path does not model (`default`, `cls`, separators or indents of other characters)
+from the standard library's pure-Python encoder run with a string encoder that returns marked
+pieces. Any failure, or a disagreement with `json.dumps`, makes the whole text input (fail safe).
 """
 from __future__ import annotations
 
@@ -22,12 +24,14 @@ def dumps(value: Any, **kwargs: Any) -> str:
     if not has_input(value):
         return text
     try:
-        marked = _located(value, text, **kwargs)
+        marked = _located(value, text, **kwargs)  # its text is `text` itself
         if marked is None:  # options the fast path does not model
             marked = _marked_dumps(value, **kwargs)
+            if plain(marked) != text:
+                return taint(text, value)
     except Exception:  # noqa: BLE001 - any failure only costs precision, never safety
         return taint(text, value)
-    return marked if plain(marked) == text else taint(text, value)
+    return marked
 
 
 # ---------------------------------------------------------------------------- the fast path
@@ -139,13 +143,13 @@ def _marked_dumps(value: Any, skipkeys: bool = False, ensure_ascii: bool = True,
         return mark(text) if is_input_number(o) else text
 
     def floatstr(o: float) -> str:
-        if is_input_number(o) and o == o and o not in (float("inf"), -float("inf")):
+        if is_input_number(o) and o == o and o not in (_INF, -_INF):
             return mark(float.__repr__(o))
         if o != o:
             text = "NaN"
-        elif o == float("inf"):
+        elif o == _INF:
             text = "Infinity"
-        elif o == -float("inf"):
+        elif o == -_INF:
             text = "-Infinity"
         else:
             return float.__repr__(o)

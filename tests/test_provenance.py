@@ -1355,3 +1355,29 @@ def test_partition_pieces_are_the_receiver_s_characters():
     assert parts("{{ 'a|b'.partition(sep)|join(',') }}", sep="|") == [("a,|,b", False)]
     assert parts("{{ 'a|b'.rpartition(sep)|join(',') }}", sep="|") == [("a,|,b", False)]
     assert parts("{{ ('a|' ~ u).partition('|')|join(',') }}", u="x|y") == [("a,|,", False), ("x|y", True)]
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=True)
+    | st.text(alphabet="a\"\\\n<|é\U0001F600", max_size=5),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text(alphabet="ab\"é", max_size=3) | st.integers(0, 9), inner, max_size=3),
+    max_leaves=12)
+
+
+@given(_JSON_VALUES, st.booleans(), st.booleans(), st.sampled_from([None, 2, "\t"]))
+def test_tojson_finds_the_same_marks_as_the_python_encoder(value, sort_keys, ensure_ascii, indent):
+    """jsonmarks marks input by finding tokens in json.dumps' text; the standard library's
+    pure-Python encoder, run with marked pieces, is the independent reference."""
+    from jinjamark import jsonmarks
+    from jinjamark.marks import flags_of
+    marked = mark_input(value)
+    options = dict(sort_keys=sort_keys, ensure_ascii=ensure_ascii, indent=indent)
+    try:
+        text = json.dumps(value, **options)
+    except TypeError:  # keys of mixed types cannot be sorted
+        return
+    found = jsonmarks._located(marked, text, **options)
+    reference = jsonmarks._marked_dumps(marked, **options)
+    assert str.__str__(found) == str.__str__(reference) == text
+    assert flags_of(found) == flags_of(reference)
