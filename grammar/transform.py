@@ -70,11 +70,6 @@ def decode_int(text: str) -> int:
     return int(text.replace("_", ""), 0) if text[:2].lower() in ("0b", "0o", "0x") else int(text.replace("_", ""))
 
 
-def _values(children: list) -> list:
-    """Children without the tokens that only mark structure."""
-    return [c for c in children if not isinstance(c, Token) or c.type in ("NAME", "STRING", "INT", "FLOAT")]
-
-
 @v_args(meta=True)
 class AstBuilder(Transformer_NonRecursive):
     """Builds `ast` nodes. Extensions add methods for their own rules (see grammar.parser)."""

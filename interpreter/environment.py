@@ -17,6 +17,7 @@ from .limits import DEFAULT_LIMITS, Limits
 from .output import Part, to_parts
 from .scope import Scope
 from .undefined import Undefined
+from .environment_tools import pass_arg_of
 from .values import get_attribute, get_item, to_string
 
 
@@ -180,7 +181,7 @@ class Environment:
         return self._call_with_env(fn, value, args, kwargs)
 
     def _call_with_env(self, fn: Callable, value: Any, args: Iterable, kwargs: Optional[Mapping]) -> Any:
-        passed = getattr(fn, "jinja_pass_arg", None)
+        passed = pass_arg_of(fn)
         passed = getattr(passed, "name", passed)  # also accept Jinja2's own decorators
         if passed == "environment":
             return fn(self, value, *args, **(kwargs or {}))

@@ -101,7 +101,3 @@ class StrictUndefined(Undefined):
 
     __slots__ = ()
     __iter__ = __str__ = __len__ = __eq__ = __ne__ = __bool__ = __hash__ = __contains__ = Undefined.fail
-
-
-def is_undefined(value: Any) -> bool:
-    return isinstance(value, Undefined)

@@ -228,7 +228,7 @@ def mark_input(data: Any, _depth: int = 0) -> Any:
         d = _depth + 1
         # the common leaf (a non-empty str) is marked inline: one call per container, not per leaf
         if t is dict:  # keys repeat from dict to dict ("role", "content"): made once each
-            return {(_KEYS.get(k) or _input_key(k) if type(k) is str and k else mark_input(k, d)):
+            return {((_KEYS.get(k) or _input_key(k)) if type(k) is str and k else mark_input(k, d)):
                     (Input(v) if type(v) is str and v else mark_input(v, d))
                     for k, v in data.items()}
         items = [(Input(v) if type(v) is str and v else mark_input(v, d)) for v in data]
