@@ -44,10 +44,10 @@ class Generated:
 
 def grammar_text(core: str, fragments: list[str], delimiters: Delimiters) -> Generated:
     """The composed grammar: the core plus fragments, for these delimiters."""
-    if delimiters.is_default:
-        return Generated("\n".join([core] + fragments))
     tags = {m.group(1): m.group(2) for text in [core] + fragments
             for m in map(OPENER.match, text.splitlines()) if m}
+    if delimiters.is_default:
+        return Generated("\n".join([core] + fragments), tags)
     # Rules first: the generated definitions below name `_BC` itself, not `_bc`.
     body = _rewrite_rules("\n".join([core] + fragments), tags, delimiters)
     body = _rewrite_openers(_core_terminals(body, delimiters), delimiters)

@@ -74,7 +74,7 @@ class Parser:
         for s in syntaxes:
             rules.update(s.rules)
         self.builder = builder_class(rules)
-        self.tags = generated.tags or tag_names(self.lark)
+        self.tags = generated.tags
         self._custom = None if delimiters.is_default else delimiters
 
     def parse(self, source: str, name: Optional[str] = None, options: Options = Options(),
@@ -157,16 +157,6 @@ def check_depth(tree: Tree, max_depth: int, source: str) -> None:
         for child in node.children:
             if isinstance(child, Tree):
                 stack.append((child, depth + 1))
-
-
-def tag_names(lark: Lark) -> dict[str, str]:
-    """Terminal name -> tag keyword, for every `{% tag` opener terminal."""
-    names = {}
-    for term in lark.terminals:
-        pattern = term.pattern.value
-        if pattern.startswith("\\{%[-+]?\\s*") and term.name.startswith("_"):
-            names[term.name] = term.name[1:].lower()
-    return names
 
 
 def _digest(text: str) -> str:
