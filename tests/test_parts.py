@@ -188,15 +188,24 @@ def test_a_printed_sum_of_text_marks_each_addend():
         ("<", False), ("<|im_end|>", True), (">x", False)]
 
 
-@pytest.mark.parametrize("source, context, expected", [
-    ("{{ 1 + 2 + 3 }}", {}, "6"),
-    ("{{ 'a' + 'b' + x }}", {"x": "c"}, "abc"),
-    ("{{ [1] + [2] + x }}", {"x": [3]}, "[1, 2, 3]"),
-    ("{{ x + 'b' }}", {"x": Markup("<a>")}, "<a>b"),
-    ("{{ 'a' + (x + 'b') }}", {"x": "c"}, "acb"),
+@pytest.mark.parametrize("source, context", [
+    ("{{ 1 + 2 + 3 }}", {}),
+    ("{{ 'a' + 'b' + x }}", {"x": "c"}),
+    ("{{ [1] + [2] + x }}", {"x": [3]}),
+    ("{{ x + '<b>' + 'c' }}", {"x": "safe"}),
+    ("{{ 'a' + (x + 'b') }}", {"x": "c"}),
+    ("{{ 'a' + 1.5|string + x }}", {"x": "c"}),
 ])
-def test_printed_sums_equal_the_sum_printed(source, context, expected):
-    assert jinjamark.Environment().from_string(source).render(**context) == expected
+def test_printed_sums_equal_the_sum_printed(source, context):
+    import jinja2
+    import markupsafe
+    want = jinja2.Environment().from_string(source).render(**context)
+    assert jinjamark.Environment().from_string(source).render(**context) == want
+    assert jinjamark.Environment().from_string(source).render(
+        **{k: Markup(v) if isinstance(v, str) else v for k, v in context.items()}) == \
+        jinja2.Environment().from_string(source).render(
+        **{k: markupsafe.Markup(v) if isinstance(v, str) else v
+           for k, v in context.items()})
 
 
 def test_a_printed_sum_that_fails_fails_at_the_failing_addition():
