@@ -62,11 +62,10 @@ def jinjamark_render(template, fixture: dict) -> str:
                            **(fixture.get("kwargs") or {}))
 
 
-def jinjamark_parts(template, fixture: dict) -> str:
-    parts = template.render_parts(fixture["messages"], tools=fixture.get("tools"),
-                                  documents=fixture.get("documents"), add_generation_prompt=True,
-                                  **(fixture.get("kwargs") or {}))
-    return "".join(p.text for p in parts)
+def jinjamark_parts(template, fixture: dict) -> list:
+    return template.render_parts(fixture["messages"], tools=fixture.get("tools"),
+                                 documents=fixture.get("documents"), add_generation_prompt=True,
+                                 **(fixture.get("kwargs") or {}))
 
 
 def minijinja_environment():
@@ -164,6 +163,7 @@ class Results:
         self.warm: dict[str, list[float]] = {name: [] for name in [*ENGINES, "jinjamark parts"]}
         self.cold: dict[str, list[float]] = {name: [] for name in ENGINES}
         self.jinja2_raised = 0
+        self.parts_differ = 0  # cases whose render_parts text is not the render's text
         self.timed_templates = 0
         self.marking: list[tuple[float, float]] = []  # longest conversation: (mark, render)
 
@@ -213,6 +213,9 @@ def measure_template(path: Path, conversations: list[dict], repeat: int, results
         first_ok = first_ok or fixture
         for name, (_, _, render) in ENGINES.items():
             results.warm[name].append(best_time(lambda: render(compiled[name], fixture), repeat))
+        parts = jinjamark_parts(compiled["jinjamark"], fixture)  # checked untimed: the text of
+        if "".join(p.text for p in parts) != jinjamark_render(compiled["jinjamark"], fixture):
+            results.parts_differ += 1                           # the parts is the rendered text
         results.warm["jinjamark parts"].append(
             best_time(lambda: jinjamark_parts(compiled["jinjamark"], fixture), repeat))
         if fixture is longest:
@@ -279,7 +282,8 @@ def timing_tables(results: Results) -> None:
     for label, data in rows:
         print(f"{label:<28}" + "".join(f"{ratio(data['jinjamark'], data[n]):>22}" for n in others))
     print(f"\njinjamark render_parts / render (warm), median ratio: "
-          f"{ratio(results.warm['jinjamark parts'], results.warm['jinjamark'])}")
+          f"{ratio(results.warm['jinjamark parts'], results.warm['jinjamark'])}"
+          f" ({results.parts_differ} cases where the parts' text differs from the render)")
     if results.marking:
         share = statistics.median(mark / render for mark, render in results.marking)
         print(f"mark_input of the longest conversation / rendering it, median over "

@@ -79,14 +79,19 @@ class ChatTemplate:
     def context(self, messages: Any, tools: Any = None, documents: Any = None,
                 add_generation_prompt: bool = False, marked: bool = False, **kwargs: Any) -> dict:
         """Special tokens first, then kwargs, then the conversation, as transformers builds it."""
-        data = {"messages": messages, "tools": tools, "documents": documents}
         context = dict(self.special_tokens)
         if marked:  # the values; variable names are the host program's, not input
-            context.update((name, mark_input(value)) for name, value in kwargs.items())
-            context.update((name, mark_input(value)) for name, value in data.items())
+            for name, value in kwargs.items():
+                context[name] = mark_input(value)
+            # spelled out, not a loop over a dict: this runs once per render_parts
+            context["messages"] = mark_input(messages)
+            context["tools"] = None if tools is None else mark_input(tools)
+            context["documents"] = None if documents is None else mark_input(documents)
         else:
             context.update(kwargs)
-            context.update(data)
+            context["messages"] = messages
+            context["tools"] = tools
+            context["documents"] = documents
         context["add_generation_prompt"] = add_generation_prompt
         return context
 

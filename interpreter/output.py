@@ -14,44 +14,46 @@ class Part(NamedTuple):
 
 
 def to_parts(pieces: Iterable[str]) -> list[Part]:
-    """Split pieces by their marks and merge neighbours with the same flag."""
-    pieces = list(pieces)
-    if Mixed in map(type, pieces):  # a C loop; most renders have no mixed piece
-        pieces = _expanded(pieces)
+    """Split pieces by their marks and merge neighbours with the same flag.
+
+    One pass, every branch inline: this runs once per `render_parts` over every piece written,
+    so it is kept to the cheapest Python operations."""
     parts: list[Part] = []
-    run: list[str] = []  # the texts of the part being built
-    current = False      # whether that part is input
+    run: list[str] = []  # the texts of the current part
+    current = False      # whether the current part is input
     for piece in pieces:
-        if not piece:
-            continue
-        flag = type(piece) is Input  # str and unmarked str subclasses (Markup) are template text
-        if flag is not current:
-            if run:
-                parts.append(_make(("".join(run), current)))
-                run = []
-            current = flag
-        run.append(piece)
+        kind = type(piece)
+        if kind is Mixed:  # its template and input runs, in order
+            text, pos = str.__str__(piece), 0
+            for a, b in piece.spans:
+                if a > pos:
+                    if current:
+                        parts.append(_new(Part, (_join(run), True)))
+                        run, current = [], False
+                    run.append(text[pos:a])
+                if not current:
+                    if run:
+                        parts.append(_new(Part, (_join(run), False)))
+                        run = []
+                    current = True
+                run.append(text[a:b])
+                pos = b
+            if pos < len(text):
+                if current:
+                    parts.append(_new(Part, (_join(run), True)))
+                    run, current = [], False
+                run.append(text[pos:])
+        elif piece:
+            if (kind is Input) is not current:  # str and unmarked subclasses (Markup): template
+                if run:
+                    parts.append(_new(Part, (_join(run), current)))
+                    run = []
+                current = not current
+            run.append(piece)
     if run:
-        parts.append(_make(("".join(run), current)))
+        parts.append(_new(Part, (_join(run), current)))
     return parts
 
 
-def _expanded(pieces: list[str]) -> list[str]:
-    """Mixed pieces replaced by their runs: template runs as str, input runs as Input."""
-    out: list[str] = []
-    for piece in pieces:
-        if type(piece) is not Mixed:
-            out.append(piece)
-            continue
-        raw, pos = str.__str__(piece), 0
-        for a, b in piece.spans:
-            if a > pos:
-                out.append(raw[pos:a])
-            out.append(Input(raw[a:b]))
-            pos = b
-        if pos < len(raw):
-            out.append(raw[pos:])
-    return out
-
-
-_make = Part._make
+_join = "".join
+_new = tuple.__new__  # makes a Part without the Python-level __new__ of a named tuple

@@ -211,28 +211,38 @@ def _input_key(key: str) -> Any:
     return marked
 
 
+def _too_deep() -> LimitExceeded:
+    return LimitExceeded(f"the input nests deeper than {MAX_INPUT_DEPTH} levels (or contains itself)")
+
+
+_key = _KEYS.get
+
+
 def mark_input(data: Any, _depth: int = 0) -> Any:
     """JSON-like data with every string (keys too) and number marked as input; containers are
     copied, the caller's data is left as it was. Data nested deeper than MAX_INPUT_DEPTH (or
     containing itself) is refused with LimitExceeded. Subclasses of str, dict, list and tuple
     are marked as what they subclass (a lost mark would be an injection)."""
+    # Runs over every value of every render_parts: the common cases come first and the common
+    # leaves (a non-empty str, None) are handled inline, one call per container, not per leaf.
     t = type(data)
+    if t is dict or t is list:
+        if _depth >= MAX_INPUT_DEPTH:
+            raise _too_deep()
+        d = _depth + 1
+        if t is dict:  # keys repeat from dict to dict ("role", "content"): made once each
+            return {((_key(k) or _input_key(k)) if type(k) is str and k else mark_input(k, d)):
+                    (Input(v) if type(v) is str and v else v if v is None else mark_input(v, d))
+                    for k, v in data.items()}
+        return [(Input(v) if type(v) is str and v else mark_input(v, d)) for v in data]
     if t is str:
         return Input(data) if data else data
     if data is None or t is bool:
         return data
-    if t is dict or t is list or t is tuple:
+    if t is tuple:
         if _depth >= MAX_INPUT_DEPTH:
-            raise LimitExceeded(f"the input nests deeper than {MAX_INPUT_DEPTH} levels "
-                                "(or contains itself)")
-        d = _depth + 1
-        # the common leaf (a non-empty str) is marked inline: one call per container, not per leaf
-        if t is dict:  # keys repeat from dict to dict ("role", "content"): made once each
-            return {((_KEYS.get(k) or _input_key(k)) if type(k) is str and k else mark_input(k, d)):
-                    (Input(v) if type(v) is str and v else mark_input(v, d))
-                    for k, v in data.items()}
-        items = [(Input(v) if type(v) is str and v else mark_input(v, d)) for v in data]
-        return items if t is list else tuple(items)
+            raise _too_deep()
+        return tuple([mark_input(v, _depth + 1) for v in data])
     if isinstance(data, Marked):
         return data
     if isinstance(data, str):
