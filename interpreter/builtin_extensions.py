@@ -66,6 +66,7 @@ LOOPCONTROLS = Extension(
     handlers={Break: _break, Continue: _continue},
     aliases=("jinja2.ext.loopcontrols",),
     validate=_check_loop_controls,
+    names_from_expressions=True,
 )
 
 
@@ -83,6 +84,7 @@ DO = Extension(
     rules={"do_stmt": lambda meta, children: Do(span(meta), children[0])},
     handlers={Do: lambda ev, node, scope: ev.eval(node.expr, scope) and None},
     aliases=("jinja2.ext.do",),
+    names_from_expressions=True,
 )
 
 
@@ -101,6 +103,7 @@ GENERATION = Extension(
     grammar=extension_grammar("generation.lark"),
     rules={"generation_stmt": lambda meta, children: Generation(span(meta), children[0])},
     handlers={Generation: lambda ev, node, scope: ev.run(node.body, scope)},
+    names_from_expressions=True,
 )
 
 SHIPPED: dict[str, Extension] = {ext.name: ext for ext in (LOOPCONTROLS, DO, GENERATION)}

@@ -81,12 +81,19 @@ class ChatTemplate:
         """Special tokens first, then kwargs, then the conversation, as transformers builds it."""
         context = dict(self.special_tokens)
         if marked:  # the values; variable names are the host program's, not input
+            # Data the template cannot read cannot reach its output: it is left out rather
+            # than copied to be marked (so no unmarked input is ever in the context).
+            reads = self.template.names_read
             for name, value in kwargs.items():
-                context[name] = mark_input(value)
+                if reads is None or name in reads:
+                    context[name] = mark_input(value)
             # spelled out, not a loop over a dict: this runs once per render_parts
-            context["messages"] = mark_input(messages)
-            context["tools"] = None if tools is None else mark_input(tools)
-            context["documents"] = None if documents is None else mark_input(documents)
+            if reads is None or "messages" in reads:
+                context["messages"] = mark_input(messages)
+            if reads is None or "tools" in reads:
+                context["tools"] = None if tools is None else mark_input(tools)
+            if reads is None or "documents" in reads:
+                context["documents"] = None if documents is None else mark_input(documents)
         else:
             context.update(kwargs)
             context["messages"] = messages

@@ -61,6 +61,9 @@ class Environment:
         self.handlers = dict(CORE_HANDLERS)
         self.operators: dict[str, Callable] = dict(BINARY)
         install(self, self.extensions)  # conflicts between extensions are ExtensionErrors
+        # nodes whose handlers may look variables up by name: they hide what a template reads
+        self.opaque_nodes = frozenset(kind for ext in self.extensions
+                                      if not ext.names_from_expressions for kind in ext.handlers)
         # strict_extensions: Lark's strict mode, so that grammar conflicts fail instead of being
         # resolved silently (for developing and testing an extension; building is ~4x slower)
         self._parser = parser_for(self.extensions, strict=strict_extensions, delimiters=self.delimiters)
@@ -223,6 +226,20 @@ INNER_FIELDS: dict[type, tuple[str, ...]] = {
 }
 
 
+def _names_read(tree: ast.Template, opaque: frozenset) -> Optional[frozenset[str]]:
+    """Every variable name the template can read: a superset (a name counts wherever it is
+    read, also where the template set it first). None when a node whose handler may look
+    names up by itself (an extension's, see `Extension.names_from_expressions`) hides it."""
+    names = set()
+    for node in ast.walk(tree):
+        kind = type(node)
+        if kind is ast.Name or kind is ast.NamespaceTarget:
+            names.add(node.name)
+        elif kind in opaque:
+            return None
+    return frozenset(names)
+
+
 class RenderContext:
     """What `pass_context` / `pass_eval_context` callables receive."""
 
@@ -234,7 +251,11 @@ class RenderContext:
 
 
 class Template:
-    """A compiled template. Render it to a string, or to parts flagged `is_input`."""
+    """A compiled template. Render it to a string, or to parts flagged `is_input`.
+
+    `names_read`: the variable names it can read (a superset), or None when unknown."""
+
+    names_read: Optional[frozenset[str]]
 
     def __new__(cls, source: str = "", **options: Any) -> "Template":
         if not source and not options:
@@ -250,6 +271,7 @@ class Template:
         template.source = source
         template.name = name
         template.memo = {}
+        template.names_read = _names_read(tree, environment.opaque_nodes)
         return template
 
     def __init__(self, source: str = "", **options: Any) -> None:

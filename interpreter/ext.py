@@ -43,6 +43,12 @@ class Extension:
                extension's builders make with that symbol as `op` (both sides are evaluated).
     filters, tests, globals: added to the environment's tables.
     validate:  called with each parsed template; raises TemplateSyntaxError to refuse it.
+    names_from_expressions: True when the handlers read variables only by evaluating their
+               node's expressions (`evaluator.eval`), never by name from the scope. Then which
+               variables a template reads is known from its names (`Template.names_read`), and
+               `ChatTemplate.render_parts` need not copy, to mark it, data the template never
+               reads. False (the safe default) makes that unknown for templates using the
+               extension's nodes.
     """
     name: str
     grammar: str = ""
@@ -54,6 +60,7 @@ class Extension:
     globals: Mapping[str, Any] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
     validate: Optional[Callable[[ast.Template], None]] = None
+    names_from_expressions: bool = False
 
     @functools.cached_property
     def syntax(self) -> Optional[Syntax]:

@@ -10,6 +10,8 @@ pieces. Any failure, or a disagreement with `json.dumps`, makes the whole text i
 from __future__ import annotations
 
 import json
+from itertools import accumulate, count, repeat
+from operator import add
 from json import encoder as _std
 from typing import Any
 
@@ -19,9 +21,9 @@ from .numbers import is_input_number
 
 
 def dumps(value: Any, **kwargs: Any) -> str:
-    check_printable(value)
+    may_hold_input = check_printable(value)  # the same walk tells if any str is a subclass
     text = json.dumps(value, **kwargs)
-    if not has_input(value):
+    if not may_hold_input or not has_input(value):
         return text
     try:
         marked = _located(value, text, **kwargs)  # its text is `text` itself
@@ -35,10 +37,13 @@ def dumps(value: Any, **kwargs: Any) -> str:
 
 
 # ---------------------------------------------------------------------------- the fast path
-# json.dumps (C) writes the text; the marks come from finding, in order, each string and
-# number the encoder wrote. Between two such tokens the encoder writes only brackets, commas,
-# colons, whitespace and true/false/null, none of which can start a string or a number, so each
-# token is found exactly where the encoder put it.
+# json.dumps (C) writes the text; the marks come from pairing, in order, each string and
+# number the encoder wrote with the value's strings and numbers. Between two such tokens the
+# encoder writes only brackets, commas, colons, whitespace and true/false/null, none of which
+# can start a string or a number. So when no string holds an escaped quote, the k-th string
+# token lies between the text's quotes 2k and 2k+1 (found by C-level splitting, not by a
+# Python loop over the text), and a number is the first occurrence of its digits after the
+# token before it.
 
 _PLAIN_PUNCTUATION = frozenset(" ,:\n\t")
 
@@ -50,9 +55,45 @@ def _located(value: Any, text: str, skipkeys: bool = False, ensure_ascii: bool =
     layout = "".join(separators or ()) + (indent if isinstance(indent, str) else "")
     if cls is not None or default is not None or not _PLAIN_PUNCTUATION.issuperset(layout):
         return None
-    base = _std.encode_basestring_ascii if ensure_ascii else _std.encode_basestring
     tokens: list[Any] = []
     _tokens(value, sort_keys, skipkeys, tokens, 0)
+    base = _std.encode_basestring_ascii if ensure_ascii else _std.encode_basestring
+    if '\\"' in text:  # an escaped quote (or a string ending in a backslash): search
+        return _searched(tokens, text, base)
+    # quote j of the text is at (the lengths of the pieces before it) + j
+    quotes = list(map(add, accumulate(map(len, text.split('"'))), count()))[:-1]
+    if "" not in tokens and set(map(type, tokens)) == {Input}:  # every token an input string
+        if len(quotes) != 2 * len(tokens):
+            return None
+        return make(text, tuple(zip(map(add, quotes[0::2], repeat(1)), quotes[1::2])))
+    spans: list[tuple[int, int]] = []
+    strings = iter(zip(quotes[0::2], quotes[1::2]))
+    pos = 0  # where the token before ended
+    for token in tokens:
+        if isinstance(token, str):
+            at, end = next(strings)
+            pos = end + 1
+            if type(token) is Input:
+                if end > at + 1:
+                    spans.append((at + 1, end))
+            elif isinstance(token, Marked):
+                literal = _encode_marked(token, base)
+                if len(literal) != pos - at:
+                    raise ValueError("a string is not where the encoder wrote it")
+                spans.extend((at + a, at + b) for a, b in spans_of(literal))
+        else:
+            digits = float.__repr__(token) if isinstance(token, float) else int.__repr__(token)
+            at = text.index(digits, pos)
+            pos = at + len(digits)
+            if is_input_number(token):
+                spans.append((at, pos))
+    if next(strings, None) is not None:
+        return None
+    return make(text, merge(spans))
+
+
+def _searched(tokens: list, text: str, base: Any) -> str:
+    """The marks found by searching each token's literal in the text, in order."""
     spans: list[tuple[int, int]] = []
     pos = 0  # where the search for the next token starts
     for token in tokens:
@@ -88,8 +129,7 @@ def _tokens(value: Any, sort_keys: bool, skipkeys: bool, out: list, depth: int) 
             key = _key(key, skipkeys)
             if key is _SKIP:
                 continue
-            if key is not None:
-                out.append(key)
+            out.append(key)
             _tokens(item, sort_keys, skipkeys, out, depth + 1)
     elif isinstance(value, (list, tuple)):
         if depth > 1000:
@@ -101,14 +141,16 @@ def _tokens(value: Any, sort_keys: bool, skipkeys: bool, out: list, depth: int) 
 
 
 def _key(key: Any, skipkeys: bool) -> Any:
-    """A dict key as the string json.dumps writes (None where it writes no string token)."""
+    """A dict key as the string json.dumps writes: input numbers' text is input."""
     if isinstance(key, str):
         return key
     if isinstance(key, float):
-        text = float.__repr__(key) if key == key and key not in (_INF, -_INF) else None
-        return mark(text) if text and is_input_number(key) else text
+        if key != key or key in (_INF, -_INF):
+            return "NaN" if key != key else "Infinity" if key > 0 else "-Infinity"
+        text = float.__repr__(key)
+        return mark(text) if is_input_number(key) else text
     if key is True or key is False or key is None:
-        return None
+        return "true" if key is True else "false" if key is False else "null"
     if isinstance(key, int):
         text = int.__repr__(key)
         return mark(text) if is_input_number(key) else text

@@ -126,16 +126,21 @@ def check_size(size: int) -> None:
     _current.get().check_size(size)
 
 
-def check_printable(value: Any) -> None:
+def check_printable(value: Any) -> bool:
     """Refuse to print (repr, JSON) a value whose text would pass the output limit, before
     printing it. A container met again is counted from memory, so shared references cost one
-    look-up each; a container inside itself prints as `[...]` once."""
+    look-up each; a container inside itself prints as `[...]` once. Returns whether any string
+    or number inside is of a subclass (so may carry input marks): False means surely none."""
     if isinstance(value, str):
-        return
+        return type(value) is not str
     most = _current.get().max_output
-    size = _Printed(most).size(value)
-    if size > most:
+    printed = _Printed(most)
+    if printed.size(value) > most:
         raise LimitExceeded(f"printing this value would pass the output limit ({most})")
+    return printed.subclassed
+
+
+_EXACT = frozenset((str, int, float, bool, type(None)))
 
 
 class _Printed:
@@ -146,11 +151,16 @@ class _Printed:
         self.steps = _MAX_PRINT_STEPS
         self.known: dict[int, int] = {}  # id of a container walked already -> its size
         self.path: set[int] = set()      # the containers being walked, for cycles
+        self.subclassed = False          # met a str or number of a subclass (a marked one?)
 
     def size(self, value: Any) -> int:
         if isinstance(value, str):
+            if type(value) is not str:
+                self.subclassed = True
             return len(value) + 4
         if not isinstance(value, (dict, list, tuple)):
+            if type(value) not in _EXACT:
+                self.subclassed = True
             return 8
         key = id(value)
         total = self.known.get(key)

@@ -222,3 +222,75 @@ def test_render_with_leaves_the_callers_context_as_it_was():
     context = {"messages": [1, 2]}
     assert template.render_with(context) == "[2]"
     assert template.render_with(context) == "[2]" and context == {"messages": [1, 2]}
+
+
+# ---------------------------------------------------------------------------- what a template reads
+# render_parts copies (to mark) only the data a template can read; these pin down the analysis.
+
+def test_names_read_are_every_name_the_template_reads_anywhere():
+    source = ("{% macro m(x) %}{{ x ~ inner }}{% endmacro %}{% set ns = namespace(a=1) %}"
+              "{% for message in messages if message.role != skip %}{% set ns.a = 2 %}"
+              "{{ m(message) }}{% endfor %}{{ tools is defined }}")
+    assert jinjamark.Environment().from_string(source).names_read == {
+        "x", "inner", "namespace", "messages", "message", "skip", "ns", "m", "tools"}
+
+
+def test_names_read_of_a_template_using_an_extension_that_looks_names_up_is_unknown():
+    from dataclasses import dataclass
+    from jinjamark.ext import span
+    from jinjamark.grammar import ast
+
+    @dataclass(frozen=True, slots=True)
+    class Peek(ast.Stmt):
+        name: str
+
+    def peek(ev, node, scope):  # reads a variable by a name that is no Name node
+        ev.write(ev.lookup(node.name, scope))
+
+    grammar = ('%extend _statement: peek_stmt\npeek_stmt: _PEEK NAME _BC\n'
+               '_PEEK: /\\{%[-+]?\\s*peek(?!\\w)/\n')
+    rules = {"peek_stmt": lambda meta, children: Peek(span(meta), str(children[0]))}
+    hidden = jinjamark.Extension("peek", grammar=grammar, rules=rules, handlers={Peek: peek})
+    declared = jinjamark.Extension("peek", grammar=grammar, rules=rules, handlers={Peek: peek},
+                                   names_from_expressions=True)
+    assert jinjamark.Environment(extensions=[hidden]).from_string(
+        "{% peek tools %}").names_read is None
+    assert jinjamark.Environment(extensions=[declared]).from_string(
+        "{% peek tools %}").names_read == set()
+    # unknown: everything is marked, so the extension's read is input
+    ct = jinjamark.ChatTemplate("{% peek note %}", environment=jinjamark.Environment(extensions=[hidden]))
+    assert [(p.text, p.is_input) for p in ct.render_parts([], note="<|im_end|>")] == [("<|im_end|>", True)]
+
+
+def test_shipped_extensions_declare_they_read_names_only_through_expressions():
+    env = jinjamark.chat_environment()
+    t = env.from_string("{% generation %}{% for m in messages %}{% if m %}{% break %}{% endif %}"
+                        "{% endfor %}{% endgeneration %}")
+    assert t.names_read == {"messages", "m"}
+
+
+def test_render_parts_leaves_out_data_the_template_never_reads():
+    ct = jinjamark.ChatTemplate("{% for m in messages %}{{ m.content }}{% endfor %}{{ bos_token }}",
+                                special_tokens={"bos_token": "<s>"})
+    context = ct.context([{"role": "user", "content": "hi"}], tools=[{"name": "t"}],
+                         documents=["d"], marked=True, note="n", bos_token="<b>")
+    assert set(context) == {"messages", "bos_token", "add_generation_prompt"}
+    assert context["bos_token"] == "<b>" and type(context["bos_token"]) is not str  # kwarg: input
+    assert [(p.text, p.is_input) for p in ct.render_parts([{"role": "user", "content": "hi"}],
+                                                          tools=[{"name": "t"}], note="n")] == [
+        ("hi", True), ("<s>", False)]
+
+
+@pytest.mark.parametrize("source", [
+    "{{ tools|tojson }}{{ documents }}{{ note }}",
+    "{% if tools is defined and tools %}{{ tools[0].name }}{% endif %}",
+    "{% set ns = namespace(t=none) %}{% set ns.t = tools %}{{ ns.t }}",
+    "{% macro show() %}{{ tools }}{% endmacro %}{{ show() }}",
+])
+def test_render_parts_marks_data_read_anywhere(source):
+    ct = jinjamark.ChatTemplate(source)
+    rendered = ct.render_parts([], tools=[{"name": "<|im_end|>"}], documents=["<|x|>"], note="<|y|>")
+    assert "".join(p.text for p in rendered) == ct.render(
+        [], tools=[{"name": "<|im_end|>"}], documents=["<|x|>"], note="<|y|>")
+    for token in ("<|im_end|>", "<|x|>", "<|y|>"):
+        assert not any(token in p.text for p in rendered if not p.is_input)

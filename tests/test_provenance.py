@@ -1381,3 +1381,45 @@ def test_tojson_finds_the_same_marks_as_the_python_encoder(value, sort_keys, ens
     reference = jsonmarks._marked_dumps(marked, **options)
     assert str.__str__(found) == str.__str__(reference) == text
     assert flags_of(found) == flags_of(reference)
+
+
+@st.composite
+def _partly_marked_text(draw):
+    """A string that is template text, input, or part each (per-character flags)."""
+    from jinjamark.marks import from_flags
+    text = draw(st.text(alphabet="a\"\\\n<|é\U0001F600", max_size=5))
+    kind = draw(st.sampled_from(["plain", "input", "mixed"]))
+    if kind == "plain":
+        return text
+    if kind == "input":
+        return mark_input(text)
+    return from_flags(text, draw(st.lists(st.booleans(), min_size=len(text), max_size=len(text))))
+
+
+_PARTLY_MARKED = st.recursive(
+    st.none() | st.booleans() | _partly_marked_text()
+    | st.integers(-10**6, 10**6).flatmap(lambda n: st.sampled_from([n, mark_input(n)]))
+    | st.floats(allow_nan=True).flatmap(lambda x: st.sampled_from([x, mark_input(x)])),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(_partly_marked_text() | st.integers(0, 9) | st.booleans() | st.none(),
+                      inner, max_size=3),
+    max_leaves=12)
+
+
+@given(_PARTLY_MARKED, st.booleans(), st.booleans(), st.sampled_from([None, 2, "\t"]))
+def test_tojson_marks_partly_marked_values_as_the_python_encoder(value, sort_keys, ensure_ascii,
+                                                                  indent):
+    """Template and input strings, mixed ones and input numbers side by side (keys too): the
+    fast path (quote pairing, or searching when a string holds an escaped quote) gives the
+    marks the standard library's pure-Python encoder gives."""
+    from jinjamark import jsonmarks
+    from jinjamark.marks import flags_of
+    options = dict(sort_keys=sort_keys, ensure_ascii=ensure_ascii, indent=indent)
+    try:
+        text = json.dumps(value, **options)
+    except TypeError:  # keys of mixed types cannot be sorted
+        return
+    found = jsonmarks._located(value, text, **options)
+    reference = jsonmarks._marked_dumps(value, **options)
+    assert str.__str__(found) == str.__str__(reference) == text
+    assert flags_of(found) == flags_of(reference)
