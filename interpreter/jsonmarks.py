@@ -10,8 +10,7 @@ pieces. Any failure, or a disagreement with `json.dumps`, makes the whole text i
 from __future__ import annotations
 
 import json
-from itertools import accumulate, count, repeat
-from operator import add
+import re
 from json import encoder as _std
 from typing import Any
 
@@ -41,11 +40,11 @@ def dumps(value: Any, **kwargs: Any) -> str:
 # number the encoder wrote with the value's strings and numbers. Between two such tokens the
 # encoder writes only brackets, commas, colons, whitespace and true/false/null, none of which
 # can start a string or a number. So when no string holds an escaped quote, the k-th string
-# token lies between the text's quotes 2k and 2k+1 (found by C-level splitting, not by a
-# Python loop over the text), and a number is the first occurrence of its digits after the
-# token before it.
+# token is the k-th quoted run of the text (one regular-expression scan finds them all), and a
+# number is the first occurrence of its digits after the token before it.
 
 _PLAIN_PUNCTUATION = frozenset(" ,:\n\t")
+_STRING = re.compile('"([^"]*)"')  # a string literal, where none holds an escaped quote
 
 
 def _located(value: Any, text: str, skipkeys: bool = False, ensure_ascii: bool = True,
@@ -60,27 +59,24 @@ def _located(value: Any, text: str, skipkeys: bool = False, ensure_ascii: bool =
     base = _std.encode_basestring_ascii if ensure_ascii else _std.encode_basestring
     if '\\"' in text:  # an escaped quote (or a string ending in a backslash): search
         return _searched(tokens, text, base)
-    # quote j of the text is at (the lengths of the pieces before it) + j
-    quotes = list(map(add, accumulate(map(len, text.split('"'))), count()))[:-1]
+    inner = [m.span(1) for m in _STRING.finditer(text)]  # inside each string literal, in order
     if "" not in tokens and set(map(type, tokens)) == {Input}:  # every token an input string
-        if len(quotes) != 2 * len(tokens):
-            return None
-        return make(text, tuple(zip(map(add, quotes[0::2], repeat(1)), quotes[1::2])))
+        return make(text, tuple(inner)) if len(inner) == len(tokens) else None
     spans: list[tuple[int, int]] = []
-    strings = iter(zip(quotes[0::2], quotes[1::2]))
+    strings = iter(inner)
     pos = 0  # where the token before ended
     for token in tokens:
         if isinstance(token, str):
             at, end = next(strings)
             pos = end + 1
             if type(token) is Input:
-                if end > at + 1:
-                    spans.append((at + 1, end))
+                if end > at:
+                    spans.append((at, end))
             elif isinstance(token, Marked):
                 literal = _encode_marked(token, base)
-                if len(literal) != pos - at:
+                if len(literal) != end - at + 2:
                     raise ValueError("a string is not where the encoder wrote it")
-                spans.extend((at + a, at + b) for a, b in spans_of(literal))
+                spans.extend((at - 1 + a, at - 1 + b) for a, b in spans_of(literal))
         else:
             digits = float.__repr__(token) if isinstance(token, float) else int.__repr__(token)
             at = text.index(digits, pos)
@@ -114,28 +110,40 @@ def _searched(tokens: list, text: str, base: Any) -> str:
 
 def _tokens(value: Any, sort_keys: bool, skipkeys: bool, out: list, depth: int) -> None:
     """The strings and finite numbers of `value` in the order json.dumps writes them."""
-    if isinstance(value, str):
+    # Runs over every node of every marked tojson: the common leaves (strings, marked or not;
+    # None) are taken inline, one call per container rather than per leaf.
+    if isinstance(value, dict):
+        if depth > 1000:
+            raise RecursionError("value nests too deeply for JSON")
+        items = sorted(value.items()) if sort_keys else value.items()
+        for key, item in items:
+            kind = type(key)
+            if kind is not Input and kind is not str:
+                key = _key(key, skipkeys)
+                if key is _SKIP:
+                    continue
+            out.append(key)
+            kind = type(item)
+            if kind is Input or kind is str:
+                out.append(item)
+            elif item is not None:
+                _tokens(item, sort_keys, skipkeys, out, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        if depth > 1000:
+            raise RecursionError("value nests too deeply for JSON")
+        for item in value:
+            kind = type(item)
+            if kind is Input or kind is str:
+                out.append(item)
+            elif item is not None:
+                _tokens(item, sort_keys, skipkeys, out, depth + 1)
+    elif isinstance(value, str):
         out.append(value)
     elif value is None or value is True or value is False:
         pass
     elif isinstance(value, (int, float)):
         if value == value and value not in (_INF, -_INF):
             out.append(value)
-    elif isinstance(value, dict):
-        if depth > 1000:
-            raise RecursionError("value nests too deeply for JSON")
-        items = sorted(value.items()) if sort_keys else value.items()
-        for key, item in items:
-            key = _key(key, skipkeys)
-            if key is _SKIP:
-                continue
-            out.append(key)
-            _tokens(item, sort_keys, skipkeys, out, depth + 1)
-    elif isinstance(value, (list, tuple)):
-        if depth > 1000:
-            raise RecursionError("value nests too deeply for JSON")
-        for item in value:
-            _tokens(item, sort_keys, skipkeys, out, depth + 1)
     else:
         raise TypeError("not JSON data")  # json.dumps raised already; never reached
 

@@ -174,15 +174,29 @@ class _Printed:
         self.path.add(key)
         total = 2 * len(value) + 2
         if isinstance(value, dict):
-            for k, v in value.items():
-                total += self.size(k) + self.size(v)
+            total += self._items(value) + self._items(value.values())
         else:
-            for v in value:
-                total += self.size(v)
+            total += self._items(value)
         self.path.discard(key)
         if total > self.most:
             raise LimitExceeded(f"printing this value would pass the output limit ({self.most})")
         self.known[key] = total
+        return total
+
+    def _items(self, items: Any) -> int:
+        """The sizes of a container's items (a dict's keys, or its values): the common leaves,
+        strings and None, inline; one call per container rather than per leaf."""
+        total = 0
+        for item in items:
+            if type(item) is str:
+                total += len(item) + 4
+            elif item is None:
+                total += 8
+            elif isinstance(item, str):  # a subclass: a marked string, say
+                self.subclassed = True
+                total += len(item) + 4
+            else:
+                total += self.size(item)
         return total
 
 
