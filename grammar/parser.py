@@ -7,18 +7,20 @@ built tables on disk between processes.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedInput, VisitError
 
 from . import ast
 from .delimiters import DEFAULT, Delimiters
-from .errors import TemplateError, TemplateSyntaxError, TemplateTooLarge, from_lark, position
+from .errors import TemplateError, TemplateSyntaxError, TemplateTooLarge, position
 from .generate import grammar_text
+from .lark_errors import from_lark
 from .tagstream import TagStream
 from .transform import builder_class
 from .whitespace import Options
@@ -76,6 +78,7 @@ class Parser:
         self.builder = builder_class(rules)
         self.tags = generated.tags
         self._custom = None if delimiters.is_default else delimiters
+        self._name = re.compile(self.lark.get_terminal("NAME").pattern.to_regexp())  # for errors
 
     def parse(self, source: str, name: Optional[str] = None, options: Options = Options(),
               max_depth: int = DEFAULT_MAX_DEPTH) -> ast.Template:
@@ -98,9 +101,26 @@ class Parser:
             raise TemplateSyntaxError(f"cannot build the template: {inner}", name=name,
                                       lineno=1, column=1, source=source) from None
         except UnexpectedInput as e:
-            raise from_lark(e, text, self.tags, name, source, self._custom) from None
+            raise from_lark(e, text, self.tags, name, source, self._custom, options,
+                            lambda offset: self._read_until(text, offset), self._name) from None
         except LarkError as e:
             raise TemplateSyntaxError(str(e), name=name, lineno=1, column=1, source=source) from None
+
+    def _read_until(self, text: str, offset: int) -> tuple[list[Token], Any]:
+        """The tokens the parser reads from `text` before `offset`, and Lark's interactive parser
+        in the state they leave it in. Parsed again, for error messages only: the state where a
+        parse failed is past reductions made for the token it could not take."""
+        parser = self.lark.parse_interactive(text)
+        tokens: list[Token] = []
+        try:
+            for tok in parser.lexer_thread.lex(parser.parser_state):
+                if tok.start_pos >= offset:
+                    break
+                parser.feed_token(tok)
+                tokens.append(tok)
+        except (UnexpectedInput, TemplateError):
+            pass
+        return tokens, parser
 
 
 def _identifier(token: Token) -> Token:

@@ -19,7 +19,6 @@ from .whitespace import Options, normalize_newlines, trim
 CONSTANT_NAMES = {"true": True, "True": True, "false": False, "False": False,
                   "none": None, "None": None}
 RAW_PARTS = re.compile(r"\{%[-+]?\s*raw\s*-?%\}(.*?)\{%[-+]?\s*endraw\s*[-+]?%\}", re.S)
-OPERATORS = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
 
 
 def token_span(tok: Token) -> ast.Span:
@@ -176,8 +175,8 @@ class AstBuilder(Transformer_NonRecursive):
 
     def name_target(self, meta, children):
         name = children[0]
-        if name in CONSTANT_NAMES:
-            raise TemplateSyntaxError(f"Can't assign to {name!r}", lineno=meta.line, column=meta.column)
+        if name in CONSTANT_NAMES:  # Jinja2 reads them as constants, then refuses the target
+            raise TemplateSyntaxError("can't assign to 'const'", lineno=meta.line, column=meta.column)
         return ast.NameTarget(meta_span(meta), str(name))
 
     def tuple_target(self, meta, children):
@@ -198,9 +197,10 @@ class AstBuilder(Transformer_NonRecursive):
         if isinstance(children[0], list):
             params = check_params(children.pop(0), meta)
         call, body = children
-        if not isinstance(call, ast.Call):
-            raise TemplateSyntaxError("expected call", lineno=meta.line, column=meta.column)
         return ast.CallBlock(meta_span(meta), call, params, body)
+
+    def callee(self, meta, children):
+        return ast.Call(meta_span(meta), children[0], children[1])
 
     def call_params(self, meta, children):
         return list(children)
@@ -252,10 +252,9 @@ class AstBuilder(Transformer_NonRecursive):
         return ast.Compare(meta_span(meta), first, ops)
 
     def comp_op(self, meta, children):
-        if len(children) == 2:
-            return "not in"
-        tok = children[0]
-        return "in" if tok.type == "IN" else OPERATORS[tok.type]
+        # the operator's text: `not in` is two tokens; an extension's (`%extend comp_op: MATCH`)
+        # is evaluated with its function in Extension.operators, and chains like the core's
+        return " ".join(children)
 
     def binary(self, meta, children):
         left, op, right = children
@@ -371,7 +370,12 @@ class AstBuilder(Transformer_NonRecursive):
         return ast.Const(meta_span(meta), decode_int(children[0]))
 
     def float(self, meta, children):
-        return ast.Const(meta_span(meta), float(children[0].replace("_", "")))
+        text = children[0]
+        if not text.isascii():  # `٣.5`: Python's float() reads it, Jinja2's literal_eval does not
+            char = next(c for c in text if not c.isascii())
+            raise TemplateSyntaxError(f"invalid character {char!r} (U+{ord(char):04X})",
+                                      lineno=meta.line, column=meta.column)
+        return ast.Const(meta_span(meta), float(text.replace("_", "")))
 
     def list(self, meta, children):
         return ast.ListLiteral(meta_span(meta), tuple(children))

@@ -10,7 +10,7 @@ from .grammar.delimiters import Delimiters
 from .grammar.whitespace import Options
 from .errors import TemplateAssertionError, TemplateError, TemplateRuntimeError, TemplateTooLarge
 from .evaluator import CORE_HANDLERS, Evaluator, LoopSignal
-from .expressions import BINARY
+from .expressions import BINARY, COMPARE
 from .ext import Extension, install, parser_for, resolve
 from . import limits
 from .limits import DEFAULT_LIMITS, Limits
@@ -134,6 +134,11 @@ class Environment:
             elif kind is ast.Binary and node.op not in self.operators:
                 self._refuse(f"no operator {node.op!r}: a rule builds it, but no enabled "
                              "extension defines it", node, name, source)
+            elif kind is ast.Compare:
+                for op, _ in node.ops:
+                    if op not in COMPARE and op not in self.operators:
+                        self._refuse(f"no operator {op!r}: a rule builds it, but no enabled "
+                                     "extension defines it", node, name, source)
             if kind is ast.Logical and self._short_circuits(node):
                 continue  # `none and x`: Jinja2 folds the constant away and never compiles x
             inner = INNER_FIELDS.get(kind) or getattr(kind, "jinja_inner_fields", ())

@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 from . import marks
 from .grammar import ast
+from .errors import TemplateRuntimeError
 from .formatting import percent_format
 from .markup import is_safe, markup_add, markup_mod
 from .marks import Input, concat
@@ -189,13 +190,22 @@ COMPARE: dict[str, Callable[[Any, Any], Any]] = {
 
 
 def eval_compare(ev, node: ast.Compare, scope):
+    """`a < b < c` is `a < b and b < c` with `b` evaluated once, as in Python, to which Jinja2
+    compiles it: the first false result, else the last. An extension's comparison operator
+    (a terminal added to `comp_op`, its function in `Extension.operators`) chains the same way."""
     left = ev.eval(node.first, scope)
+    result: Any = True
     for op, expr in node.ops:
         right = ev.eval(expr, scope)
-        if not COMPARE[op](left, right):
-            return False
+        compare = COMPARE.get(op) or ev.env.operators.get(op)
+        if compare is None:
+            raise TemplateRuntimeError(f"no operator {op!r}: a rule builds it, but no enabled "
+                                       "extension defines it")
+        result = compare(left, right)
+        if not result:
+            return result
         left = right
-    return True
+    return result
 
 
 def eval_condexpr(ev, node: ast.CondExpr, scope):

@@ -529,6 +529,49 @@ def test_the_comparison_level_takes_a_new_operator_that_does_not_chain():
         env.parse("{{ a =~ b =~ c }}")
 
 
+MATCHES = jinjamark.Extension(
+    "matches", '%extend comp_op: MATCHES\nMATCHES: "=~"',
+    operators={"=~": lambda text, pattern: re.search(pattern, text) is not None})
+
+
+@pytest.mark.parametrize("source,want", [
+    ("{{ 'abc' =~ 'b' }}", "True"),
+    ("{{ 'abc' =~ 'x' }}", "False"),
+    ("{{ 'abc' =~ 'a' =~ 'a' }}", "True"),         # ('abc' =~ 'a') and ('a' =~ 'a')
+    ("{{ 'abc' =~ 'a' =~ 'b' }}", "False"),
+    ("{{ 'b' < 'c' =~ 'c' }}", "True"),             # mixes with the core's comparisons
+    ("{{ 'c' < 'b' =~ 'b' }}", "False"),
+    ("{{ 'a' ~ 'b' =~ 'ab' }}", "True"),            # `~` binds tighter, as for `==`
+    ("{{ not 'a' =~ 'a' }}", "False"),              # `not` is looser, as for `==`
+    ("{{ 'a' =~ 'a' and 1 < 2 < 3 }}", "True"),
+])
+def test_a_comparison_operator_added_to_comp_op_chains_like_the_cores(source, want):
+    env = jinjamark.Environment(extensions=[MATCHES], strict_extensions=True)
+    assert env.from_string(source).render() == want
+
+
+def test_chained_comparisons_evaluate_each_operand_once_and_stop_at_the_first_false():
+    env = jinjamark.Environment(extensions=[MATCHES])
+    seen = []
+
+    def v(x):
+        seen.append(x)
+        return x
+    assert env.from_string("{{ v('b') =~ v('b') =~ v('x') =~ v('y') }}").render(v=v) == "False"
+    assert seen == ["b", "b", "x"]
+    tree = env.parse("{{ a =~ b < c }}").body[0].expr
+    assert [op for op, _ in tree.ops] == ["=~", "<"]
+
+
+def test_a_comparison_operator_without_a_function_is_refused_at_its_position_when_parsed():
+    env = jinjamark.Environment(extensions=[jinjamark.Extension(
+        "matches", '%extend comp_op: MATCHES\nMATCHES: "=~"')])
+    with pytest.raises(jinjamark.TemplateAssertionError) as caught:
+        env.from_string("{{ 1 }}{{ 'a' < 'b' =~ 'a' }}")
+    assert (caught.value.lineno, caught.value.column) == (1, 11)
+    assert caught.value.message.startswith("no operator '=~'")
+
+
 # ---------------------------------------------------------------------------- "looking for"
 
 TAGS = ["{% if x %}", "{% elif y %}", "{% else %}", "{% endif %}", "{% for a in b %}", "{% endfor %}",
