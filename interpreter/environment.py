@@ -9,13 +9,13 @@ from .grammar import ast
 from .grammar.delimiters import Delimiters
 from .grammar.whitespace import Options
 from .errors import TemplateAssertionError, TemplateError, TemplateRuntimeError, TemplateTooLarge
-from .evaluator import CORE_HANDLERS, Evaluator, LoopSignal
+from .evaluator import CORE_HANDLERS, DECLARED, Evaluator, LoopSignal
 from .expressions import BINARY, COMPARE
 from .ext import Extension, install, parser_for, resolve
 from . import limits
 from .limits import DEFAULT_LIMITS, Limits
 from .output import Part, to_parts
-from .scope import Scope
+from .scope import Scope, declarations
 from .undefined import Undefined
 from .environment_tools import pass_arg_of
 from .values import get_attribute, get_item, to_string
@@ -275,7 +275,11 @@ class Template:
         template.tree = tree
         template.source = source
         template.name = name
-        template.memo = {}
+        try:  # which frame owns which name, found once, as Jinja2's compiler does
+            template.memo = {DECLARED: declarations(tree.body)}
+        except TemplateError as e:  # what Jinja2 cannot compile
+            e.locate(e.lineno or 1, e.column or 1, name, source)
+            raise
         template.names_read = _names_read(tree, environment.opaque_nodes)
         return template
 

@@ -19,6 +19,7 @@ from .undefined import MISSING
 from .values import to_string
 
 Handler = Callable[["Evaluator", Any, Scope], Any]
+DECLARED = "declared"  # the memo's key for the template's scope.declarations
 
 
 class LoopSignal(Exception):
@@ -47,6 +48,9 @@ class Evaluator:
         self.budget = Budget(environment.limits)
         self.steps = Budget.BATCH
         self.memo = {} if memo is None else memo  # per template: facts about its nodes
+        # names to declare unassigned before some statements (scope.declarations), found
+        # when the template was compiled; none for an expression evaluated on its own
+        self.declared = self.memo.get(DECLARED)
 
     # ------------------------------------------------------------------ dispatch
     def eval(self, node: Any, scope: Scope) -> Any:
@@ -86,6 +90,13 @@ class Evaluator:
     def run(self, body: Iterable[Any], scope: Scope) -> None:
         for node in body:
             self.eval(node, scope)
+
+    def declare(self, node: Any, scope: Scope) -> None:
+        """Before a statement whose inner frames may read names that this scope's frame owns
+        but has not assigned yet: declare them there, unassigned (read as undefined)."""
+        names = self.declared.get(id(node))
+        if names:
+            scope.vars.update(names)
 
     def capture(self, body: Iterable[Any], scope: Scope) -> str:
         """Render a body to a string (block set, macros, filter blocks, recursive loops)."""
@@ -185,6 +196,8 @@ def exec_if(ev: Evaluator, node: ast.If, scope: Scope) -> None:
 
 
 def exec_for(ev: Evaluator, node: ast.For, scope: Scope) -> None:
+    if ev.declared:  # most templates have none
+        ev.declare(node, scope)
     run_loop(ev, node, scope, ev.eval(node.iter, scope), 0)
 
 
@@ -209,8 +222,8 @@ def run_loop(ev: Evaluator, node: ast.For, scope: Scope, iterable: Any, depth0: 
         except LoopSignal as signal:
             if signal.stop:
                 break
-    if not completed:
-        ev.run(node.otherwise, scope)
+    if not completed and node.otherwise:
+        ev.run(node.otherwise, Scope(scope))  # a frame of its own: what it sets stays there
 
 
 def _recursion(ev: Evaluator, node: ast.For, scope: Scope) -> Callable[[Any, int], str]:
@@ -271,9 +284,12 @@ def exec_assign(ev: Evaluator, node: ast.Assign, scope: Scope) -> None:
 
 
 def exec_assign_block(ev: Evaluator, node: ast.AssignBlock, scope: Scope) -> None:
-    value: Any = ev.capture(node.body, Scope(scope))
-    for f in node.filters:
-        value = apply_filter(ev, f, value, scope)
+    if ev.declared:  # most templates have none
+        ev.declare(node, scope)
+    inner = Scope(scope)
+    value: Any = ev.capture(node.body, inner)
+    for f in node.filters:  # in the body's scope: they see what it set
+        value = apply_filter(ev, f, value, inner)
     assign(ev, node.target, value, scope)
 
 
@@ -295,25 +311,36 @@ def assign(ev: Evaluator, target: Any, value: Any, scope: Scope) -> None:
 
 
 def exec_macro(ev: Evaluator, node: ast.Macro, scope: Scope) -> None:
-    scope.vars[node.name] = make_macro(ev, node.name, node.params, node.body, scope)
+    if ev.declared:  # most templates have none
+        ev.declare(node, scope)
+    scope.vars[node.name] = make_macro(ev, node, node.name, scope)
 
 
-def make_macro(ev: Evaluator, name: str | None, params: tuple, body: tuple, closure: Scope) -> Macro:
-    used = ev.memo.get(id(body))  # the template keeps `body` alive, so its id is stable
-    if used is None:
-        used = ev.memo[id(body)] = _names_used(body)
-    return Macro(name, params, _macro_invoker(ev, body, closure), "kwargs" in used,
-                 "varargs" in used, "caller" in used)
+def make_macro(ev: Evaluator, node: ast.Macro | ast.CallBlock, name: str | None,
+               closure: Scope) -> Macro:
+    facts = ev.memo.get(id(node))  # the template keeps `node` alive, so its id is stable
+    if facts is None:
+        facts = ev.memo[id(node)] = _macro_facts(node.params, node.body)
+    catch_kwargs, catch_varargs, caller, ordered = facts
+    return Macro(name, node.params, _macro_invoker(ev, node.body, closure, ordered),
+                 catch_kwargs, catch_varargs, caller)
 
 
-def _names_used(body: tuple) -> set:
-    return {n.name for stmt in body for n in ast.walk(stmt) if type(n) is ast.Name}
+def _macro_facts(params: tuple, body: tuple) -> tuple[bool, bool, bool, bool]:
+    """Whether the body reads `kwargs`, `varargs`, `caller`, and whether a default reads the
+    name of a parameter (see bind_arguments)."""
+    used = {n.name for stmt in body for n in ast.walk(stmt) if type(n) is ast.Name}
+    names = {p.name for p in params}
+    read = {n.name for p in params if p.default is not None
+            for n in ast.walk(p.default) if type(n) is ast.Name}
+    return "kwargs" in used, "varargs" in used, "caller" in used, bool(names & read)
 
 
-def _macro_invoker(ev: Evaluator, body: tuple, closure: Scope) -> Callable:
+def _macro_invoker(ev: Evaluator, body: tuple, closure: Scope,
+                  ordered: bool) -> Callable:
     def invoke(macro: Macro, args: tuple, kwargs: dict) -> str:
         scope = Scope(closure)
-        bind_arguments(ev, macro, args, dict(kwargs), scope)
+        bind_arguments(ev, macro, args, dict(kwargs), scope, ordered)
         ev.budget.enter()
         try:
             return ev.capture(body, scope)
@@ -322,20 +349,22 @@ def _macro_invoker(ev: Evaluator, body: tuple, closure: Scope) -> Callable:
     return invoke
 
 
-def bind_arguments(ev: Evaluator, macro: Macro, args: tuple, kwargs: dict, scope: Scope) -> None:
-    """Jinja2's macro calling convention: positional, then by name, then defaults."""
+def bind_arguments(ev: Evaluator, macro: Macro, args: tuple, kwargs: dict, scope: Scope,
+                   ordered: bool = False) -> None:
+    """Jinja2's macro calling convention: positional, then by name, then `caller`, `kwargs` and
+    `varargs`, and only then, in order, the defaults of the parameters not given: a default sees
+    all that and the defaults before it. `ordered`: some default reads a parameter's name, so
+    one not given is undefined until its own default is evaluated, not looked up outside."""
     count = len(macro.params)
+    missing = []
     for i, param in enumerate(macro.params):
-        if i < len(args):
-            value = args[i]
+        value = args[i] if i < len(args) else kwargs.pop(param.name, MISSING)
+        if value is not MISSING:
+            scope.vars[param.name] = value
         else:
-            value = kwargs.pop(param.name, MISSING)
-        if value is MISSING:
-            if param.default is not None:
-                value = ev.eval(param.default, scope)
-            else:
-                value = ev.undefined(f"parameter {param.name!r} was not provided", name=param.name)
-        scope.vars[param.name] = value
+            missing.append(param)
+            if ordered:  # declared, unassigned: undefined to a default that reads it
+                scope.vars[param.name] = MISSING
     if macro.caller:
         caller = kwargs.pop("caller", None)
         scope.vars["caller"] = caller if caller is not None else ev.undefined("No caller defined", name="caller")
@@ -350,10 +379,18 @@ def bind_arguments(ev: Evaluator, macro: Macro, args: tuple, kwargs: dict, scope
         scope.vars["varargs"] = tuple(args[count:])
     elif len(args) > count:
         raise TypeError(f"macro {macro.name!r} takes not more than {count} argument(s)")
+    for param in missing:
+        if param.default is not None:
+            scope.vars[param.name] = ev.eval(param.default, scope)
+        else:
+            scope.vars[param.name] = ev.undefined(f"parameter {param.name!r} was not provided",
+                                                  name=param.name)
 
 
 def exec_call_block(ev: Evaluator, node: ast.CallBlock, scope: Scope) -> None:
-    caller = make_macro(ev, None, node.params, node.body, scope)  # Jinja2's callers are anonymous
+    if ev.declared:  # most templates have none
+        ev.declare(node, scope)
+    caller = make_macro(ev, node, None, scope)  # Jinja2's callers are anonymous
     call = node.call
     func = ev.eval(call.func, scope)
     args, kwargs = evaluate_arguments(ev, call.arguments, scope)
@@ -362,9 +399,12 @@ def exec_call_block(ev: Evaluator, node: ast.CallBlock, scope: Scope) -> None:
 
 
 def exec_filter_block(ev: Evaluator, node: ast.FilterBlock, scope: Scope) -> None:
-    value: Any = ev.capture(node.body, Scope(scope))
-    for f in node.filters:
-        value = apply_filter(ev, f, value, scope)
+    if ev.declared:  # most templates have none
+        ev.declare(node, scope)
+    inner = Scope(scope)
+    value: Any = ev.capture(node.body, inner)
+    for f in node.filters:  # in the body's scope: they see what it set
+        value = apply_filter(ev, f, value, inner)
     ev.write(value)
 
 
@@ -377,6 +417,8 @@ def apply_filter(ev: Evaluator, node: ast.Filter, value: Any, scope: Scope) -> A
 
 
 def exec_with(ev: Evaluator, node: ast.With, scope: Scope) -> None:
+    if ev.declared:  # most templates have none
+        ev.declare(node, scope)
     values = [(target, ev.eval(expr, scope)) for target, expr in node.targets]
     inner = Scope(scope)
     for target, value in values:
