@@ -13,6 +13,7 @@ from typing import Any
 from .grammar import ast
 from .grammar.errors import TemplateSyntaxError
 from .evaluator import LoopSignal
+from .scope import Scope
 from .ext import Extension, extension_grammar, span
 
 # ---------------------------------------------------------------------------- loopcontrols
@@ -98,11 +99,21 @@ class Generation(ast.Stmt):
     jinja_function_field = "body"   # ... and a function of its own
 
 
+def _generation(ev, node, scope):
+    """The body, in a frame of its own: transformers makes the tag a call block, whose body is
+    a macro called with nothing (so `caller`, `kwargs` and `varargs` are its own there)."""
+    if ev.declared:  # names the enclosing frame owns but has not assigned yet
+        ev.declare(node, scope)
+    specials = {"caller": ev.undefined("No caller defined", name="caller"), "kwargs": {},
+                "varargs": ()}
+    ev.run(node.body, Scope(scope, specials))
+
+
 GENERATION = Extension(
     name="generation",
     grammar=extension_grammar("generation.lark"),
     rules={"generation_stmt": lambda meta, children: Generation(span(meta), children[0])},
-    handlers={Generation: lambda ev, node, scope: ev.run(node.body, scope)},
+    handlers={Generation: _generation},
     names_from_expressions=True,
 )
 

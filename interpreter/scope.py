@@ -67,6 +67,12 @@ FRAME_FIELDS: dict[type, tuple[str, ...]] = {
 MACRO_SPECIALS = ("caller", "kwargs", "varargs")
 
 
+def frame_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a statement run in frames of their own: the core's, or what an extension's
+    node class declares in `jinja_inner_fields` (as `generation`, a call block in Jinja2)."""
+    return FRAME_FIELDS.get(kind) or getattr(kind, "jinja_inner_fields", ())
+
+
 def declarations(body: tuple) -> dict[int, dict[str, Any]]:
     """For the template `body`: id(statement) -> the names (each mapped to MISSING) to declare,
     unassigned, in the scope where the statement runs, just before it runs.
@@ -126,15 +132,15 @@ class _Frame:
                 self.read(test)
                 self.visit_all(body, index)
             self.visit_all(node.otherwise, index)
-        elif kind in FRAME_FIELDS:
+        elif frame_fields(kind):
             self.opener(node, index, in_branch)
         else:
             self.extension(node, index)
 
     def extension(self, node: Any, index: int) -> None:
-        """An extension's statement. Its handler runs its parts in this frame's scope (the
-        shipped ones do: `generation` too, although Jinja2 makes a frame of its body), so they
-        count as an `if` branch would: what they assign is never unassigned from the start."""
+        """An extension's statement that opens no frame: its handler runs its parts in this
+        frame's scope, so they count as an `if` branch would: what they assign is never
+        unassigned from the start."""
         for child in ast.children(node):
             if isinstance(child, ast.Stmt):
                 self.visit(child, index, True)
@@ -159,6 +165,10 @@ class _Frame:
             self.assign(node.target, None if in_branch else index)
         elif kind is ast.Macro:
             self.first.setdefault(node.name, None if in_branch else index)
+        elif kind not in FRAME_FIELDS:  # an extension's: its other fields are read here
+            inner = frame_fields(kind)
+            self.read(tuple(getattr(node, name) for name in kind.__dataclass_fields__
+                            if name != "span" and name not in inner))
         self.openers.append((index, node))
 
     def read(self, node: Any) -> None:
@@ -182,7 +192,7 @@ _NAMED = (ast.Name, ast.NameTarget, ast.NamespaceTarget)
 
 def _reads(node: Any) -> set[str]:
     """The names mentioned in the inner frames of `node` (a superset of what they read here)."""
-    return {inner.name for field in FRAME_FIELDS[type(node)]
+    return {inner.name for field in frame_fields(type(node))
             for inner in ast.walk(getattr(node, field) or ()) if type(inner) in _NAMED}
 
 
@@ -198,6 +208,10 @@ def _inner_frames(node: Any) -> list[tuple[tuple, tuple[str, ...]]]:
         return [(node.body, tuple(p.name for p in node.params) + defaults + MACRO_SPECIALS)]
     if kind is ast.With:  # its targets are assigned before its body runs
         return [(node.body, tuple(n for target, _ in node.targets for n in _target_names(target)))]
+    if kind not in FRAME_FIELDS:  # an extension's; a function body gets what a macro's gets
+        specials = MACRO_SPECIALS if getattr(kind, "jinja_function_field", None) else ()
+        return [(getattr(node, name), specials) for name in frame_fields(kind)
+                if isinstance(getattr(node, name), tuple)]
     return [(node.body, ())]
 
 
