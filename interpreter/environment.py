@@ -15,7 +15,7 @@ from .ext import Extension, install, parser_for, resolve
 from . import limits
 from .limits import DEFAULT_LIMITS, Limits
 from .output import Part, to_parts
-from .scope import Scope, declarations
+from .scope import Scope, declarations, frame_fields
 from .undefined import Undefined
 from .environment_tools import pass_arg_of
 from .values import get_attribute, get_item, to_string
@@ -141,7 +141,7 @@ class Environment:
                                      "extension defines it", node, name, source)
             if kind is ast.Logical and self._short_circuits(node):
                 continue  # `none and x`: Jinja2 folds the constant away and never compiles x
-            inner = INNER_FIELDS.get(kind) or getattr(kind, "jinja_inner_fields", ())
+            inner = frame_fields(kind)  # run in a new frame: no longer "soft" there
             soft = soft or kind is ast.If or kind is ast.CondExpr
             for field in getattr(kind, "__dataclass_fields__", ()):
                 if field != "span":
@@ -218,17 +218,6 @@ def _foldable(node: Any, filters: dict, tests: dict) -> bool:
 _FOLDABLE = {ast.Const, ast.ListLiteral, ast.TupleLiteral, ast.DictLiteral, ast.Binary, ast.Unary,
              ast.Logical, ast.Concat, ast.Compare, ast.CondExpr, ast.GetAttr, ast.GetItem, ast.Slice,
              ast.Arguments}
-
-
-# Fields evaluated in a new frame in Jinja2's compiler (so no longer "soft", see _check).
-INNER_FIELDS: dict[type, tuple[str, ...]] = {
-    ast.For: ("condition", "body", "otherwise"),
-    ast.Macro: ("params", "body"),
-    ast.CallBlock: ("params", "body"),
-    ast.FilterBlock: ("filters", "body"),
-    ast.With: ("body",),
-    ast.AssignBlock: ("filters", "body"),
-}
 
 
 def _names_read(tree: ast.Template, opaque: frozenset) -> Optional[frozenset[str]]:

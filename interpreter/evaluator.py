@@ -285,13 +285,18 @@ def exec_assign(ev: Evaluator, node: ast.Assign, scope: Scope) -> None:
 
 
 def exec_assign_block(ev: Evaluator, node: ast.AssignBlock, scope: Scope) -> None:
+    assign(ev, node.target, filtered_body(ev, node, scope), scope)
+
+
+def filtered_body(ev: Evaluator, node: ast.AssignBlock | ast.FilterBlock, scope: Scope) -> Any:
+    """A block `set`'s or filter block's body rendered in a frame of its own, then filtered."""
     if ev.declared:  # most templates have none
         ev.declare(node, scope)
     inner = Scope(scope)
     value: Any = ev.capture(node.body, inner)
     for f in node.filters:  # in the body's scope: they see what it set
         value = apply_filter(ev, f, value, inner)
-    assign(ev, node.target, value, scope)
+    return value
 
 
 def assign(ev: Evaluator, target: Any, value: Any, scope: Scope) -> None:
@@ -329,13 +334,7 @@ def exec_call_block(ev: Evaluator, node: ast.CallBlock, scope: Scope) -> None:
 
 
 def exec_filter_block(ev: Evaluator, node: ast.FilterBlock, scope: Scope) -> None:
-    if ev.declared:  # most templates have none
-        ev.declare(node, scope)
-    inner = Scope(scope)
-    value: Any = ev.capture(node.body, inner)
-    for f in node.filters:  # in the body's scope: they see what it set
-        value = apply_filter(ev, f, value, inner)
-    ev.write(value)
+    ev.write(filtered_body(ev, node, scope))
 
 
 def apply_filter(ev: Evaluator, node: ast.Filter, value: Any, scope: Scope) -> Any:

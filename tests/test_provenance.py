@@ -1369,16 +1369,19 @@ _JSON_VALUES = st.recursive(
 def test_tojson_finds_the_same_marks_as_the_python_encoder(value, sort_keys, ensure_ascii, indent):
     """jsonmarks marks input by finding tokens in json.dumps' text; the standard library's
     pure-Python encoder, run with marked pieces, is the independent reference."""
+    _assert_marks_as_the_python_encoder(mark_input(value), sort_keys, ensure_ascii, indent)
+
+
+def _assert_marks_as_the_python_encoder(value, sort_keys, ensure_ascii, indent):
     from jinjamark import jsonmarks
     from jinjamark.marks import flags_of
-    marked = mark_input(value)
     options = dict(sort_keys=sort_keys, ensure_ascii=ensure_ascii, indent=indent)
     try:
         text = json.dumps(value, **options)
     except TypeError:  # keys of mixed types cannot be sorted
         return
-    found = jsonmarks._located(marked, text, **options)
-    reference = jsonmarks._marked_dumps(marked, **options)
+    found = jsonmarks._located(value, text, **options)
+    reference = jsonmarks._marked_dumps(value, **options)
     assert str.__str__(found) == str.__str__(reference) == text
     assert flags_of(found) == flags_of(reference)
 
@@ -1412,14 +1415,4 @@ def test_tojson_marks_partly_marked_values_as_the_python_encoder(value, sort_key
     """Template and input strings, mixed ones and input numbers side by side (keys too): the
     fast path (quote pairing, or searching when a string holds an escaped quote) gives the
     marks the standard library's pure-Python encoder gives."""
-    from jinjamark import jsonmarks
-    from jinjamark.marks import flags_of
-    options = dict(sort_keys=sort_keys, ensure_ascii=ensure_ascii, indent=indent)
-    try:
-        text = json.dumps(value, **options)
-    except TypeError:  # keys of mixed types cannot be sorted
-        return
-    found = jsonmarks._located(value, text, **options)
-    reference = jsonmarks._marked_dumps(value, **options)
-    assert str.__str__(found) == str.__str__(reference) == text
-    assert flags_of(found) == flags_of(reference)
+    _assert_marks_as_the_python_encoder(value, sort_keys, ensure_ascii, indent)
