@@ -1,6 +1,7 @@
 """The public API: `Environment` holds the options, filters, tests and globals; `Template` renders."""
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from typing import Any, Callable, Iterable, Mapping, Optional
@@ -249,8 +250,6 @@ class Template:
 
     `names_read`: the variable names it can read (a superset), or None when unknown."""
 
-    names_read: Optional[frozenset[str]]
-
     def __new__(cls, source: str = "", **options: Any) -> "Template":
         if not source and not options:
             return super().__new__(cls)
@@ -269,8 +268,13 @@ class Template:
         except TemplateError as e:  # what Jinja2 cannot compile
             e.locate(e.lineno or 1, e.column or 1, name, source)
             raise
-        template.names_read = _names_read(tree, environment.opaque_nodes)
         return template
+
+    @functools.cached_property
+    def names_read(self) -> Optional[frozenset[str]]:
+        """The variable names the template can read (a superset), or None when unknown; found
+        when first asked (render_parts asks), so that rendering to a string never pays for it."""
+        return _names_read(self.tree, self.environment.opaque_nodes)
 
     def __init__(self, source: str = "", **options: Any) -> None:
         pass
