@@ -37,11 +37,11 @@ CONTEXTS = ({}, {"x": 1}, {"x": 1, "y": "Y"}, {"y": "Y", "m": "M"},
             {"x": 1, "y": "Y", "ns": {"a": "ctx"}, "m": "M"})
 
 
-def assert_same_as_jinja2(source: str, context: dict) -> None:
+def assert_same_as_jinja2(source: str, context: dict, oracle_env=JINJA2, env=JINJAMARK) -> None:
     """The same text as Jinja2, or both raise (what Jinja2 cannot compile, jinjamark refuses)."""
-    compiled = outcome(JINJA2.from_string, source)
+    compiled = outcome(oracle_env.from_string, source)
     want = compiled if compiled.raised else outcome(compiled.value.render, **context)
-    got = outcome(lambda: JINJAMARK.from_string(source).render(**context))
+    got = outcome(lambda: env.from_string(source).render(**context))
     if want.raised:
         assert isinstance(got.error, jinjamark.TemplateError), \
             f"Jinja2 raised {want.describe()}; jinjamark gave {got.describe()}\n{source}"
@@ -180,11 +180,11 @@ class ScopingBuilder:
 
 
 @st.composite
-def scoping_cases(draw):
+def scoping_cases(draw, builder=ScopingBuilder):
     """(source, context): a generated template and one of the contexts."""
     context = {**BASE, **draw(st.sampled_from(CONTEXTS))}
     choices = Choices(draw(st.binary(min_size=60, max_size=300)))
-    return ScopingBuilder(choices).body(3, 5), context
+    return builder(choices).body(3, 5), context
 
 
 @settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck), phases=PHASES)
@@ -203,26 +203,12 @@ class ChatScopingBuilder(ScopingBuilder):
         return super().item(depth)
 
 
-@st.composite
-def chat_scoping_cases(draw):
-    context = {**BASE, **draw(st.sampled_from(CONTEXTS))}
-    choices = Choices(draw(st.binary(min_size=60, max_size=300)))
-    return ChatScopingBuilder(choices).body(3, 5), context
-
-
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), phases=PHASES)
-@given(case=chat_scoping_cases())
+@given(case=scoping_cases(ChatScopingBuilder))
 def test_generated_chat_templates_scope_names_as_transformers(case):
     """The chat profile against transformers' set-up (tests/oracle.py), `generation` included."""
     import oracle
-    source, context = case
-    compiled = outcome(oracle.environment().from_string, source)
-    want = compiled if compiled.raised else outcome(compiled.value.render, **context)
-    got = outcome(lambda: jinjamark.chat_environment().from_string(source).render(**context))
-    if want.raised:
-        assert isinstance(got.error, jinjamark.TemplateError), f"{want.describe()}\n{source}"
-    else:
-        assert got.value == want.value, source
+    assert_same_as_jinja2(*case, oracle.environment(), jinjamark.chat_environment())
 
 
 # ---------------------------------------------------------------------------- 2. regressions
