@@ -5,6 +5,7 @@ from .environment_tools import pass_context, pass_environment, pass_eval_context
 from .errors import (ExtensionError, LimitExceeded, SecurityError, TemplateAssertionError,
                      TemplateError, TemplateRuntimeError, TemplateSyntaxError, UndefinedError)
 from .ext import Extension
+from .hostcalls import keeps_marks
 from .limits import Limits
 from .marks import Marked
 from .output import Part
@@ -19,5 +20,5 @@ __all__ = [
     "ExtensionError", "LimitExceeded", "SecurityError", "TemplateAssertionError", "TemplateError",
     "TemplateRuntimeError", "TemplateSyntaxError", "UndefinedError",
     "Extension", "Limits", "Marked", "Part", "ChainableUndefined", "StrictUndefined", "Undefined",
-    "mark_input",
+    "keeps_marks", "mark_input",
 ]

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, Callable, Optional
 
 from .environment import Environment
+from .hostcalls import keeps_marks
 from .errors import TemplateError
 from . import jsonmarks
 from .output import Part
@@ -19,6 +20,7 @@ from .values import mark_input
 PROFILE_EXTENSIONS = ("loopcontrols", "generation")
 
 
+@keeps_marks
 def tojson(value: Any, ensure_ascii: bool = False, indent: Any = None, separators: Any = None,
            sort_keys: bool = False) -> str:
     """transformers' tojson: json.dumps with exactly these keyword arguments."""

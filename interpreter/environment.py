@@ -7,6 +7,7 @@ from collections import OrderedDict
 from typing import Any, Callable, Iterable, Mapping, Optional
 
 from .grammar import ast
+from .hostcalls import host_result
 from .grammar.delimiters import Delimiters
 from .grammar.whitespace import Options
 from .errors import TemplateAssertionError, TemplateError, TemplateRuntimeError, TemplateTooLarge
@@ -180,7 +181,8 @@ class Environment:
         fn = self.filters.get(name)
         if fn is None:
             raise TemplateRuntimeError(f"No filter named {name!r}.")
-        return self._call_with_env(fn, value, args, kwargs)
+        # the builtin filters keep marks (they say so); the host's own are taken fail safe
+        return host_result(fn, self._call_with_env(fn, value, args, kwargs), (value, args), kwargs)
 
     def call_test(self, name: str, value: Any, args: Iterable = (),
                   kwargs: Optional[Mapping] = None) -> Any:

@@ -10,6 +10,8 @@ from .errors import TemplateRuntimeError
 from .formatting import percent_format
 from .markup import is_safe, markup_add, markup_mod
 from .marks import Input, concat
+from .hostcalls import host_result
+from .runtime import Function, Joiner, LoopContext, Macro, Method
 from .undefined import Undefined
 from .values import get_attribute, get_item, to_string
 
@@ -94,7 +96,12 @@ def call_value(func: Any, args: list, kwargs: dict) -> Any:
     for key in kwargs:
         if not isinstance(key, str):
             raise TypeError("keywords must be strings")
-    return func(*args, **kwargs)
+    if type(func) in _OWN_CALLABLES:  # they keep marks; the host's functions are taken fail safe
+        return func(*args, **kwargs)
+    return host_result(func, func(*args, **kwargs), args, kwargs)
+
+
+_OWN_CALLABLES = frozenset({Macro, Method, Function, LoopContext, Joiner})
 
 
 def eval_call(ev, node: ast.Call, scope):
@@ -130,6 +137,9 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+_CORE_OPERATORS = frozenset(BINARY.values())
+
+
 def eval_binary(ev, node: ast.Binary, scope):
     left = ev.eval(node.left, scope)
     return binary(ev, node.op, left, ev.eval(node.right, scope))
@@ -154,7 +164,10 @@ def binary(ev, op: str, left: Any, right: Any) -> Any:
     elif op == "*":
         ev.env.limits.check_repeat(left, right)
         ev.env.limits.check_product(left, right)
-    return ev.env.operators[op](left, right)
+    fn = ev.env.operators[op]
+    if fn in _CORE_OPERATORS:
+        return fn(left, right)
+    return host_result(fn, fn(left, right), (left, right), None)  # an extension's operator
 
 
 def eval_unary(ev, node: ast.Unary, scope):

@@ -14,6 +14,7 @@ from . import filters_sequence as seq
 from . import filters_text as txt
 from .environment_tools import pass_environment
 from .filters_support import FilterArgumentError
+from .hostcalls import keeps_marks
 from .methods import is_unsafe_method, lookup_method
 from .undefined import Undefined
 
@@ -135,3 +136,6 @@ FILTERS: dict[str, Callable] = {
     "wordwrap": txt.do_wordwrap,
     "xmlattr": html.do_xmlattr,
 }
+
+for _fn in FILTERS.values():  # each keeps marks through the operations of `marks`
+    keeps_marks(_fn)
