@@ -11,8 +11,8 @@ from typing import Any, Callable, Iterable, NoReturn
 from .grammar import ast
 from .errors import LimitExceeded, TemplateError, TemplateRuntimeError
 from .limits import Budget
-from .expressions import EXPRESSIONS, binary, call_value, evaluate_arguments
-from .marks import Input, concat
+from .expressions import ALL_TEXT, EXPRESSIONS, add_up, call_value, evaluate_arguments
+from .marks import concat
 from .macros import make_macro
 from .runtime import LoopContext, Namespace
 from .scope import Scope
@@ -143,49 +143,14 @@ def exec_output(ev: Evaluator, node: ast.Output, scope: Scope) -> None:
 
 
 def write_sum(ev: Evaluator, expr: ast.Binary, scope: Scope) -> None:
-    """`{{ a + b + c }}`. While the addends are text, the sum is the addends one after the
-    other: they are written as they are, without building the joined string (nor, when some
-    are input, its marks). From the first addend that is not text on, the rest are added as
-    the expression tree adds them, in the same order."""
-    operands, adders = _addends(ev, expr)
-    texts: list[str] = []
-    for i, operand in enumerate(operands):
-        value = ev.eval(operand, scope)
-        kind = type(value)
-        if kind is str or kind is Input:
-            texts.append(value)
-            continue
-        if texts:
-            ev.budget.limits.check_size(sum(map(len, texts)))
-            value = _add(ev, adders[i - 1], concat(texts), value)
-        for j in range(i + 1, len(operands)):
-            value = _add(ev, adders[j - 1], value, ev.eval(operands[j], scope))
+    """`{{ a + b + c }}`: while the addends are text, they are written one after the other,
+    without building the joined string (nor, when some are input, its marks)."""
+    texts, value = add_up(ev, expr, scope)
+    if value is ALL_TEXT:
+        for text in texts:
+            ev.write(text)
+    else:
         ev.write(value)
-        return
-    for text in texts:
-        ev.write(text)
-
-
-def _addends(ev: Evaluator, expr: ast.Binary) -> tuple[list, list]:
-    """`(a + b) + c` -> operands [a, b, c] and the `+` nodes that add b and c."""
-    key = id(expr)
-    found = ev.memo.get(key)
-    if found is None:
-        operands, adders = [], []
-        while type(expr) is ast.Binary and expr.op == "+":
-            operands.append(expr.right)
-            adders.append(expr)
-            expr = expr.left
-        operands.append(expr)
-        found = ev.memo[key] = (operands[::-1], adders[::-1])
-    return found
-
-
-def _add(ev: Evaluator, node: ast.Binary, left: Any, right: Any) -> Any:
-    try:
-        return binary(ev, "+", left, right)
-    except Exception as e:
-        ev.fail(e, node)
 
 
 def exec_if(ev: Evaluator, node: ast.If, scope: Scope) -> None:

@@ -9,7 +9,7 @@ from .grammar import ast
 from .errors import TemplateRuntimeError
 from .formatting import percent_format
 from .markup import is_safe, markup_add, markup_mod
-from .marks import Input, concat
+from .marks import Input, Mixed, concat
 from .hostcalls import host_result
 from .runtime import Function, Joiner, LoopContext, Macro, Method
 from .undefined import Undefined
@@ -141,15 +141,69 @@ _CORE_OPERATORS = frozenset(BINARY.values())
 
 
 def eval_binary(ev, node: ast.Binary, scope):
+    if node.op == "+" and type(node.left) is ast.Binary and node.left.op == "+":
+        texts, value = add_up(ev, node, scope)  # a + b + c: joined once when all are text
+        if value is not ALL_TEXT:
+            return value
+        ev.budget.limits.check_size(sum(map(len, texts)))
+        return concat(texts)
     left = ev.eval(node.left, scope)
     return binary(ev, node.op, left, ev.eval(node.right, scope))
 
 
+ALL_TEXT = object()
+
+
+def add_up(ev, expr: ast.Binary, scope) -> tuple[list, Any]:
+    """`a + b + c`, its addends evaluated left to right. While they are text (not safe text,
+    which escapes what is added to it), they are collected instead of added: `(texts, ALL_TEXT)`
+    when all are. From the first addend that is not text on, the rest are added as the
+    expression tree adds them, in the same order: `([], sum)`."""
+    operands, adders = _addends(ev, expr)
+    texts: list[str] = []
+    for i, operand in enumerate(operands):
+        value = ev.eval(operand, scope)
+        kind = type(value)
+        if kind is str or kind is Input or kind is Mixed and not is_safe(value):
+            texts.append(value)
+            continue
+        if texts:
+            ev.budget.limits.check_size(sum(map(len, texts)))
+            value = _add(ev, adders[i - 1], concat(texts), value)
+        for j in range(i + 1, len(operands)):
+            value = _add(ev, adders[j - 1], value, ev.eval(operands[j], scope))
+        return [], value
+    return texts, ALL_TEXT
+
+
+def _addends(ev, expr: ast.Binary) -> tuple[list, list]:
+    """`(a + b) + c` -> operands [a, b, c] and the `+` nodes that add b and c."""
+    key = id(expr)
+    found = ev.memo.get(key)
+    if found is None:
+        operands, adders = [], []
+        while type(expr) is ast.Binary and expr.op == "+":
+            operands.append(expr.right)
+            adders.append(expr)
+            expr = expr.left
+        operands.append(expr)
+        found = ev.memo[key] = (operands[::-1], adders[::-1])
+    return found
+
+
+def _add(ev, node: ast.Binary, left: Any, right: Any) -> Any:
+    try:
+        return binary(ev, "+", left, right)
+    except Exception as e:
+        ev.fail(e, node)
+
+
 def binary(ev, op: str, left: Any, right: Any) -> Any:
     """`left op right` with Jinja2's semantics and the environment's operator table."""
-    if op == "+":  # the common case: text and input text (a Mixed may be safe: not here)
+    if op == "+":  # the common case: text and marked text (not safe text: see markup_add)
         tl, tr = type(left), type(right)
-        if (tl is str or tl is Input) and (tr is str or tr is Input):
+        if ((tl is str or tl is Input or tl is Mixed and not is_safe(left))
+                and (tr is str or tr is Input or tr is Mixed and not is_safe(right))):
             if len(left) + len(right) > 100_000:
                 ev.budget.limits.check_size(len(left) + len(right))
             return left + right if tl is str and tr is str else marks.concat2(left, right)

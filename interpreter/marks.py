@@ -174,14 +174,19 @@ class Input(Marked):
     def __mod__(self, args):
         return _input(str.__mod__(self, args))
 
+    # Stripping usually finds nothing to strip (`message.content | trim`): the string itself
+    # then, not a copy.
     def strip(self, chars=None):
-        return _input(str.strip(self, chars))
+        text = str.strip(self, chars)
+        return self if len(text) == len(self) else _input(text)
 
     def lstrip(self, chars=None):
-        return _input(str.lstrip(self, chars))
+        text = str.lstrip(self, chars)
+        return self if len(text) == len(self) else _input(text)
 
     def rstrip(self, chars=None):
-        return _input(str.rstrip(self, chars))
+        text = str.rstrip(self, chars)
+        return self if len(text) == len(self) else _input(text)
 
     def upper(self):
         return _input(str.upper(self))

@@ -218,23 +218,50 @@ def _too_deep() -> LimitExceeded:
 _key = _KEYS.get
 
 
+def _mark_dict(data: dict, d: int) -> dict:
+    """`mark_input` of a dict whose items are at depth `d`. A loop, not a comprehension: in
+    Python 3.11 a comprehension is a call of its own."""
+    out: dict = {}
+    for k, v in data.items():
+        key = (_key(k) or _input_key(k)) if type(k) is str and k else mark_input(k, d)
+        tv = type(v)
+        if tv is str:
+            out[key] = Input(v) if v else v
+        elif v is None:
+            out[key] = v
+        else:
+            out[key] = mark_input(v, d)
+    return out
+
+
 def mark_input(data: Any, _depth: int = 0) -> Any:
     """JSON-like data with every string (keys too) and number marked as input; containers are
     copied, the caller's data is left as it was. Data nested deeper than MAX_INPUT_DEPTH (or
     containing itself) is refused with LimitExceeded. Subclasses of str, dict, list and tuple
     are marked as what they subclass (a lost mark would be an injection)."""
-    # Runs over every value of every render_parts: the common cases come first and the common
-    # leaves (a non-empty str, None) are handled inline, one call per container, not per leaf.
+    # Runs over every value of every render_parts: the common cases come first, the common
+    # leaves (a non-empty str, None) are handled inline, and a list's dicts (messages, tool
+    # calls, tools) are copied in the list's own loop: one call per list, not per message.
     t = type(data)
     if t is dict or t is list:
         if _depth >= MAX_INPUT_DEPTH:
             raise _too_deep()
+        if t is dict:
+            return _mark_dict(data, _depth + 1)
         d = _depth + 1
-        if t is dict:  # keys repeat from dict to dict ("role", "content"): made once each
-            return {((_key(k) or _input_key(k)) if type(k) is str and k else mark_input(k, d)):
-                    (Input(v) if type(v) is str and v else v if v is None else mark_input(v, d))
-                    for k, v in data.items()}
-        return [(Input(v) if type(v) is str and v else mark_input(v, d)) for v in data]
+        out: list = []
+        add = out.append
+        for v in data:
+            tv = type(v)
+            if tv is dict:
+                if d >= MAX_INPUT_DEPTH:
+                    raise _too_deep()
+                add(_mark_dict(v, d + 1))
+            elif tv is str and v:
+                add(Input(v))
+            else:
+                add(mark_input(v, d))
+        return out
     if t is str:
         return Input(data) if data else data
     if data is None or t is bool:

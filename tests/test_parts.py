@@ -294,3 +294,22 @@ def test_render_parts_marks_data_read_anywhere(source):
         [], tools=[{"name": "<|im_end|>"}], documents=["<|x|>"], note="<|y|>")
     for token in ("<|im_end|>", "<|x|>", "<|y|>"):
         assert not any(token in p.text for p in rendered if not p.is_input)
+
+
+# `a + b + c` is joined once when all addends are text (marked ones too); safe text (here an
+# input string made safe) still escapes what is added to it, as in Jinja2.
+SUMS = {
+    "{{ (u|safe) + '<' + u }}": [("<u>", True), ("&lt;", False), ("&lt;u&gt;", True)],
+    "{{ u + '<' + (u|safe) }}": [("&lt;u&gt;", True), ("&lt;", False), ("<u>", True)],
+    "{{ 'a' + u + 'b' + 'c' }}": [("a", False), ("<u>", True), ("bc", False)],
+    "{% set x = 'a' + u + (u|safe) + '<' %}{{ x }}": [("a", False), ("&lt;u&gt;<u>", True), ("&lt;", False)],
+    "{{ ('<' ~ u)|safe + '<' + 'x' }}": [("<", False), ("<u>", True), ("&lt;x", False)],
+    "{% set x = '[' + u + ']' + u %}{{ x }}": [("[", False), ("<u>", True), ("]", False), ("<u>", True)],
+}
+
+
+@pytest.mark.parametrize("source", list(SUMS))
+def test_sums_of_text_keep_marks_and_escape_as_jinja2(source):
+    import jinja2
+    assert parts(source, u=mark_input("<u>")) == SUMS[source]
+    assert "".join(text for text, _ in SUMS[source]) == jinja2.Environment().from_string(source).render(u="<u>")
