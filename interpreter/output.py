@@ -33,7 +33,7 @@ def to_parts(pieces: Iterable[str]) -> list[Part]:
                     run.append(text[pos:a])
                 if not current:
                     if run:
-                        parts.append(_new(Part, (_join(run), False)))
+                        parts.append(_template_part(_join(run)))
                         run = []
                     current = True
                 run.append(text[a:b])
@@ -46,13 +46,32 @@ def to_parts(pieces: Iterable[str]) -> list[Part]:
         elif piece:
             if (kind is Input) is not current:  # str and unmarked subclasses (Markup): template
                 if run:
-                    parts.append(_new(Part, (_join(run), current)))
+                    if current:
+                        parts.append(_new(Part, (_join(run), True)))
+                    else:
+                        text = _join(run)
+                        parts.append(_known(text) or _template_part(text))
                     run = []
                 current = not current
             run.append(piece)
     if run:
-        parts.append(_new(Part, (_join(run), current)))
+        text = _join(run)
+        parts.append(_new(Part, (text, True)) if current else _known(text) or _template_part(text))
     return parts
+
+
+# Template parts repeat from render to render (a role header, an end-of-turn token): the short
+# ones are made once and shared (a Part is immutable), which saves most of render_parts' part
+# making. Bounded, in entries and in length, since template text can be computed.
+_TEMPLATE_PARTS: dict[str, Part] = {}
+_known = _TEMPLATE_PARTS.get
+
+
+def _template_part(text: str) -> Part:
+    part = _new(Part, (text, False))
+    if len(text) <= 256 and len(_TEMPLATE_PARTS) < 4096:
+        _TEMPLATE_PARTS[text] = part
+    return part
 
 
 _join = "".join

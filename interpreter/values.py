@@ -11,11 +11,11 @@ from typing import Any
 
 from . import marks
 from .marks import Input, Marked, Mixed, concat
-from .methods import lookup_method, is_unsafe_method
+from .methods import DICT_METHODS, MUTATING_METHODS, STR_METHODS, lookup_method, is_unsafe_method
 from .numbers import InputFloat, InputInt, as_input
 from .errors import LimitExceeded
 from .limits import check_printable
-from .runtime import Function, Method, unsafe_attribute
+from .runtime import Cycler, Function, Joiner, LoopContext, Macro, Method, Namespace, unsafe_attribute
 from .undefined import Undefined
 
 
@@ -117,6 +117,23 @@ def get_attribute(obj: Any, name: Any, undefined: type, mutable: bool = False) -
     `mutable` lets templates call list and dict methods that change their receiver (Jinja2's
     SandboxedEnvironment); without it they are a SecurityError (ImmutableSandboxedEnvironment).
     """
+    t = type(obj)
+    if type(name) is str and name[:1] != "_":  # the common cases first, as the rules below decide
+        if t is dict:
+            if name not in _DICT_ATTRIBUTES:  # `message.content`: no method of that name
+                try:
+                    return obj[name]
+                except KeyError:
+                    return undefined(obj=obj, name=name)
+        elif t is str or t is Input or t is Mixed:  # `content.strip`
+            fn = STR_METHODS.get(name)
+            if fn is not None:
+                return Method(obj, name, fn)
+        elif t in _RUNTIME:  # `loop.index`, `ns.found`: neither methods nor items
+            try:
+                return t.jinja_attribute(obj, name)
+            except KeyError:
+                return undefined(obj=obj, name=name)
     if isinstance(obj, Undefined):
         return obj.attribute(name)
     if isinstance(name, str):
@@ -151,6 +168,10 @@ def get_item(obj: Any, key: Any, undefined: type, mutable: bool = False) -> Any:
 
 
 _ABSENT = object()
+# The runtime objects: what they show templates is their `jinja_attribute`, nothing else.
+_RUNTIME = frozenset({Namespace, LoopContext, Macro, Cycler, Joiner, Function, Method})
+# The names `get_attribute` resolves to something else than an item on a plain dict.
+_DICT_ATTRIBUTES = frozenset(DICT_METHODS).union(*(names for _, names in MUTATING_METHODS))
 
 
 def _python_has(obj: Any, name: str) -> bool:
@@ -201,7 +222,9 @@ def _item(obj: Any, key: Any) -> Any:
 MAX_INPUT_DEPTH = 200
 
 
-_KEYS: dict[str, Any] = {}  # marked dict keys, shared: an Input is immutable
+# Marked dict keys and short values ("role", "user", "type": "string" in a tool's schema) repeat
+# from dict to dict and render to render: each is made once and shared (an Input is immutable).
+_KEYS: dict[str, Any] = {}
 
 
 def _input_key(key: str) -> Any:
@@ -225,8 +248,8 @@ def _mark_dict(data: dict, d: int) -> dict:
     for k, v in data.items():
         key = (_key(k) or _input_key(k)) if type(k) is str and k else mark_input(k, d)
         tv = type(v)
-        if tv is str:
-            out[key] = Input(v) if v else v
+        if tv is str:  # long strings are not looked up: hashing one would cost more than a copy
+            out[key] = (_key(v) or _input_key(v)) if 0 < len(v) <= 16 else Input(v) if v else v
         elif v is None:
             out[key] = v
         else:

@@ -313,3 +313,26 @@ def test_sums_of_text_keep_marks_and_escape_as_jinja2(source):
     import jinja2
     assert parts(source, u=mark_input("<u>")) == SUMS[source]
     assert "".join(text for text, _ in SUMS[source]) == jinja2.Environment().from_string(source).render(u="<u>")
+
+
+def test_template_parts_are_shared_between_renders_and_the_cache_is_bounded():
+    from jinjamark import output
+    template = jinjamark.Environment().from_string("<|a|>{{ u }}{{ n }}" + "x" * 300)
+    first = template.render_parts(u=mark_input("1"), n=0)
+    again = template.render_parts(u=mark_input("2"), n=0)
+    assert first[0] is again[0] == ("<|a|>", False)    # made once
+    assert first[1] == ("1", True) and again[1] == ("2", True)
+    assert len(first[2].text) == 301 and first[2] is not again[2]  # long text: not kept
+    for n in range(5000):  # computed template text: the cache stops growing, parts stay right
+        assert template.render_parts(u=mark_input("u"), n=n)[2] == (f"{n}" + "x" * 300, False)
+        assert jinjamark.Environment().from_string("{{ n }}<").render_parts(n=n) == [(f"{n}<", False)]
+    assert len(output._TEMPLATE_PARTS) <= 4096
+
+
+def test_short_input_values_are_shared_marked_strings():
+    data = [{"role": "user", "content": "x" * 40}, {"role": "user", "content": "x" * 40}]
+    marked = mark_input(data)
+    assert marked == data and marked is not data
+    assert all(type(v).__name__ == "str" and jinjamark.marks.is_marked(v) for m in marked for v in m.values())
+    assert marked[0]["role"] is marked[1]["role"]   # short: made once
+    assert marked[0]["content"] is not marked[1]["content"]  # long: copied, never hashed
