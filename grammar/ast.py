@@ -266,6 +266,47 @@ class With(Stmt):
     body: tuple[Stmt, ...]
 
 
+# ---------------------------------------------------------------------------- composition
+
+@dataclass(frozen=True, slots=True)
+class Extends(Stmt):
+    """`{% extends expr %}`: render the parent template instead, with this one's blocks."""
+    template: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Block(Stmt):
+    """`{% block name [scoped] [required] %}body{% endblock %}`."""
+    name: str
+    body: tuple[Stmt, ...]
+    scoped: bool
+    required: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Include(Stmt):
+    """`{% include expr [ignore missing] [with context|without context] %}`."""
+    template: Expr
+    ignore_missing: bool
+    with_context: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Import(Stmt):
+    """`{% import expr as target [with context] %}`: the template's exports as one module."""
+    template: Expr
+    target: str
+    with_context: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FromImport(Stmt):
+    """`{% from expr import name [as alias], ... [with context] %}`."""
+    template: Expr
+    names: tuple[tuple[str, str], ...]  # (exported name, local name)
+    with_context: bool
+
+
 @dataclass(frozen=True, slots=True)
 class Template(Node):
     body: tuple[Stmt, ...]

@@ -12,7 +12,7 @@ from lark import Token, Transformer_NonRecursive, v_args
 
 from . import ast
 from .delimiters import Delimiters
-from .errors import TemplateSyntaxError, position
+from .errors import TemplateAssertionError, TemplateSyntaxError, position
 from .tagstream import check_variable_end, trimmed
 from .whitespace import Options, normalize_newlines, trim
 
@@ -41,6 +41,11 @@ def _check_keyword_ends(source: str, start: int, keyword: str) -> None:
         column = start - len(keyword) - source.rfind("\n", 0, start)
         raise TemplateSyntaxError(f"expected token {keyword!r}, got {word!r}", lineno=line,
                                   column=column)
+
+
+def _context_mode(parts: list, default: bool) -> bool:
+    """Whether an include or import passes the context: `with context`, `without context`."""
+    return next((part[1] for part in parts if type(part) is tuple and part[:1] == ("context",)), default)
 
 
 _WORD = re.compile(r"\w")
@@ -219,6 +224,60 @@ class AstBuilder(Transformer_NonRecursive):
 
     def with_assign(self, meta, children):
         return (children[0], children[1])
+
+    # ------------------------------------------------------------------ composition
+    def extends_stmt(self, meta, children):
+        return ast.Extends(meta_span(meta), children[0])
+
+    def block_stmt(self, meta, children):
+        name, *rest = children
+        flags = {part[1] for part in rest if type(part) is tuple and part[:1] == ("flag",)}
+        body = next(part for part in rest if type(part) is tuple and part[:1] != ("flag",))
+        end = rest[-1] if isinstance(rest[-1], Token) else None
+        if end is not None and end != name:  # Jinja2 skips only the block's own name there
+            raise TemplateSyntaxError(f"expected token 'end of statement block', got {str(end)!r}",
+                                      lineno=end.line, column=end.column)
+        if "required" in flags and any(type(n) is not ast.Text or not n.text.isspace() for n in body):
+            raise TemplateSyntaxError("Required blocks can only contain comments or whitespace",
+                                      lineno=meta.end_line, column=meta.end_column)
+        return ast.Block(meta_span(meta), str(name), body, "scoped" in flags, "required" in flags)
+
+    def block_scoped(self, meta, children):
+        return ("flag", "scoped")
+
+    def block_required(self, meta, children):
+        return ("flag", "required")
+
+    def include_stmt(self, meta, children):
+        template, *rest = children
+        ignore_missing = ("flag", "ignore missing") in rest
+        return ast.Include(meta_span(meta), template, ignore_missing, _context_mode(rest, True))
+
+    def ignore_missing(self, meta, children):
+        return ("flag", "ignore missing")
+
+    def with_context(self, meta, children):
+        return ("context", True)
+
+    def without_context(self, meta, children):
+        return ("context", False)
+
+    def import_stmt(self, meta, children):
+        template, target, *rest = children
+        return ast.Import(meta_span(meta), template, str(target), _context_mode(rest, False))
+
+    def from_stmt(self, meta, children):
+        template, *rest = children
+        names = tuple(part for part in rest if type(part) is tuple and part[:1] == ("name",))
+        return ast.FromImport(meta_span(meta), template, tuple(n[1:] for n in names),
+                              _context_mode(rest, False))
+
+    def import_name(self, meta, children):
+        name = children[0]
+        if name.startswith("_"):
+            raise TemplateAssertionError("names starting with an underline can not be imported",
+                                         lineno=name.line, column=name.column)
+        return ("name", str(name), str(children[-1]))
 
     # ------------------------------------------------------------------ expressions
     def tuple(self, meta, children):

@@ -7,6 +7,8 @@ from .errors import (ExtensionError, LimitExceeded, SecurityError, TemplateAsser
 from .ext import Extension
 from .hostcalls import keeps_marks
 from .limits import Limits
+from .loaders import (BaseLoader, ChoiceLoader, DictLoader, FileSystemLoader, FunctionLoader,
+                      PrefixLoader, TemplateNotFound, TemplatesNotFound)
 from .marks import Marked
 from .output import Part
 from .undefined import ChainableUndefined, StrictUndefined, Undefined
@@ -21,4 +23,6 @@ __all__ = [
     "TemplateRuntimeError", "TemplateSyntaxError", "UndefinedError",
     "Extension", "Limits", "Marked", "Part", "ChainableUndefined", "StrictUndefined", "Undefined",
     "keeps_marks", "mark_input",
+    "BaseLoader", "ChoiceLoader", "DictLoader", "FileSystemLoader", "FunctionLoader",
+    "PrefixLoader", "TemplateNotFound", "TemplatesNotFound",
 ]

@@ -8,9 +8,12 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 from .grammar import ast
 from .hostcalls import host_result
+from .loaders import BaseLoader, TemplateNotFound, TemplatesNotFound
 from .grammar.delimiters import Delimiters
 from .grammar.whitespace import Options
-from .errors import TemplateAssertionError, TemplateError, TemplateRuntimeError, TemplateTooLarge
+from .errors import (TemplateAssertionError, TemplateError, TemplateRuntimeError, TemplateTooLarge,
+                     UndefinedError)
+from .composition import GUARDED, TOPLEVEL_BLOCKS, analyse, composes, run_template
 from .evaluator import CORE_HANDLERS, DECLARED, Evaluator, LoopSignal
 from .expressions import BINARY, COMPARE
 from .ext import Extension, install, parser_for, resolve
@@ -70,6 +73,7 @@ class Environment:
         # resolved silently (for developing and testing an extension; building is ~4x slower)
         self._parser = parser_for(self.extensions, strict=strict_extensions, delimiters=self.delimiters)
         self._cache: OrderedDict = OrderedDict()
+        self._templates: OrderedDict = OrderedDict()  # by name, from the loader
         self._lock = threading.Lock()
 
     @property
@@ -114,6 +118,83 @@ class Environment:
             self._cache[key] = template
             if len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
+        return template
+
+    # ------------------------------------------------------------------ loading (Jinja2's API)
+    def get_template(self, name: Any, parent: Optional[str] = None,
+                     globals: Optional[Mapping] = None) -> "Template":
+        """The template the loader has under `name` (compiled once, kept while up to date)."""
+        if isinstance(name, Template):
+            return name
+        if isinstance(name, Undefined):
+            name.fail()
+        if parent is not None:
+            name = self.join_path(name, parent)
+        return self._load_template(name)
+
+    def select_template(self, names: Any, parent: Optional[str] = None,
+                        globals: Optional[Mapping] = None) -> "Template":
+        """The first of `names` the loader has."""
+        if isinstance(names, Undefined):
+            names.fail()
+        if not names:
+            raise TemplatesNotFound(message="Tried to select from an empty list of templates.")
+        for name in names:
+            if isinstance(name, Template):
+                return name
+            if parent is not None:
+                name = self.join_path(name, parent)
+            try:
+                return self._load_template(name)
+            except (TemplateNotFound, UndefinedError):
+                pass
+        raise TemplatesNotFound(names)
+
+    def get_or_select_template(self, template_name_or_list: Any, parent: Optional[str] = None,
+                               globals: Optional[Mapping] = None) -> "Template":
+        """`get_template` for a name or a template, `select_template` for a list of them."""
+        if isinstance(template_name_or_list, (str, Undefined, Template)):
+            return self.get_template(template_name_or_list, parent)
+        return self.select_template(template_name_or_list, parent)
+
+    def join_path(self, template: str, parent: str) -> str:
+        """A name relative to the template that refers to it; override for relative names."""
+        return template
+
+    def list_templates(self, extensions: Optional[Iterable[str]] = None,
+                       filter_func: Optional[Callable[[str], bool]] = None) -> list[str]:
+        if self.loader is None:
+            raise TypeError("no loader for this environment specified")
+        names = self.loader.list_templates()
+        if extensions is not None:
+            wanted = tuple("." + e for e in extensions)
+            names = [n for n in names if n.endswith(wanted)]
+        return [n for n in names if filter_func(n)] if filter_func is not None else names
+
+    def compile_template(self, source: str, name: Optional[str], filename: Optional[str] = None
+                         ) -> "Template":
+        template = Template.from_ast(self, self.parse(source, name), source, name)
+        template.filename = filename
+        return template
+
+    def _load_template(self, name: Any) -> "Template":
+        if self.loader is None:
+            raise TypeError("no loader for this environment specified")
+        key = (self.loader, name)  # a loader set later has its own templates
+        with self._lock:
+            template = self._templates.get(key)
+        if template is not None and (template.uptodate is None or template.uptodate()):
+            return template
+        if isinstance(self.loader, BaseLoader):
+            template = self.loader.load(self, name)
+        else:  # a Jinja2-style loader object: get_source is the protocol
+            source, filename, uptodate = self.loader.get_source(self, name)
+            template = self.compile_template(source, name, filename)
+            template.uptodate = uptodate
+        with self._lock:
+            self._templates[key] = template
+            if len(self._templates) > self.cache_size:
+                self._templates.popitem(last=False)
         return template
 
     def _check(self, tree: ast.Template, name: Optional[str], source: str) -> None:
@@ -232,9 +313,12 @@ def _names_read(tree: ast.Template, opaque: frozenset) -> Optional[frozenset[str
         kind = type(node)
         if kind is ast.Name or kind is ast.NamespaceTarget:
             names.add(node.name)
-        elif kind in opaque:
+        elif kind in opaque or kind in _OTHER_TEMPLATES:
             return None
     return frozenset(names)
+
+
+_OTHER_TEMPLATES = (ast.Extends, ast.Include, ast.Import, ast.FromImport)  # they read names too
 
 
 class RenderContext:
@@ -265,11 +349,16 @@ class Template:
         template.tree = tree
         template.source = source
         template.name = name
-        try:  # which frame owns which name, found once, as Jinja2's compiler does
-            template.memo = {DECLARED: declarations(tree.body)}
+        template.filename = None
+        template.uptodate = None  # from the loader: whether the source is still what it was
+        try:  # which frame owns which name, and the blocks, found once, as Jinja2's compiler does
+            template.blocks, toplevel, guarded = analyse(tree)
+            template.memo = {DECLARED: declarations(tree.body), TOPLEVEL_BLOCKS: toplevel,
+                             GUARDED: guarded}
         except TemplateError as e:  # what Jinja2 cannot compile
             e.locate(e.lineno or 1, e.column or 1, name, source)
             raise
+        template.composes = composes(tree)
         return template
 
     @functools.cached_property
@@ -306,11 +395,13 @@ class Template:
 
     def _run(self, ev: Evaluator, context: dict, overlay: Optional[dict]) -> list[str]:
         env = self.environment
-        scope = Scope(None, env.globals)
+        base = Scope(None, env.globals)
         if overlay:
-            scope = Scope(scope, overlay)
-        scope = Scope(scope, context)
+            base = Scope(base, overlay)
+        scope = Scope(base, context)
         try:
+            if self.composes:  # blocks, extends, include, import: composition.py
+                return run_template(ev, self, scope, base)
             ev.run(self.tree.body, scope)
         except LoopSignal:
             raise TemplateRuntimeError("break or continue outside of a loop", name=self.name,

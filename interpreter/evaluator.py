@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable, NoReturn
 from .grammar import ast
 from .errors import LimitExceeded, TemplateError, TemplateRuntimeError
 from .limits import Budget
+from .composition import COMPOSITION, template_reference
 from .expressions import ALL_TEXT, EXPRESSIONS, add_up, call_value, evaluate_arguments
 from .marks import concat
 from .macros import make_macro
@@ -52,6 +53,11 @@ class Evaluator:
         # names to declare unassigned before some statements (scope.declarations), found
         # when the template was compiled; none for an expression evaluated on its own
         self.declared = self.memo.get(DECLARED)
+        # template composition (composition.py): the inheritance chain this template renders
+        # in, the parent it extended, and the template itself when another one runs it
+        self.chain: Any = None
+        self.parent: Any = None
+        self.template: Any = None
 
     # ------------------------------------------------------------------ dispatch
     def eval(self, node: Any, scope: Scope) -> Any:
@@ -116,7 +122,11 @@ class Evaluator:
 
     def lookup(self, name: str, scope: Scope) -> Any:
         value = scope.lookup(name)
-        return self.undefined(name=name) if value is MISSING else value
+        if value is MISSING:
+            if name == "self" and self.chain is not None:  # the blocks, unless a variable
+                return template_reference(self.chain)
+            return self.undefined(name=name)
+        return value
 
 
 # ---------------------------------------------------------------------------- statements
@@ -333,4 +343,4 @@ STATEMENTS: dict[type, Handler] = {
     ast.With: exec_with,
 }
 
-CORE_HANDLERS: dict[type, Handler] = {**STATEMENTS, **EXPRESSIONS}
+CORE_HANDLERS: dict[type, Handler] = {**STATEMENTS, **COMPOSITION, **EXPRESSIONS}

@@ -11,7 +11,7 @@ from .formatting import percent_format
 from .markup import is_safe, markup_add, markup_mod
 from .marks import Input, Mixed, concat
 from .hostcalls import host_result
-from .runtime import Function, Joiner, LoopContext, Macro, Method
+from .runtime import BlockReference, Function, Joiner, LoopContext, Macro, Method
 from .undefined import Undefined
 from .values import get_attribute, get_item, to_string
 
@@ -101,7 +101,7 @@ def call_value(func: Any, args: list, kwargs: dict) -> Any:
     return host_result(func, func(*args, **kwargs), args, kwargs)
 
 
-_OWN_CALLABLES = frozenset({Macro, Method, Function, LoopContext, Joiner})
+_OWN_CALLABLES = frozenset({Macro, Method, Function, LoopContext, Joiner, BlockReference})
 
 
 def eval_call(ev, node: ast.Call, scope):

@@ -240,7 +240,7 @@ class Budget:
         self.depth += 1
         if self.depth > self.limits.max_recursion:
             self.depth -= 1
-            raise LimitExceeded(f"macros and recursive loops nest deeper than "
+            raise LimitExceeded(f"macros, recursive loops, blocks and included templates nest deeper than "
                                 f"{self.limits.max_recursion} calls")
 
     def leave(self) -> None:

@@ -1,4 +1,5 @@
-"""The objects a template can hold besides plain data: loop, namespace, macro, cycler, joiner.
+"""The objects a template can hold besides plain data: loop, namespace, macro, cycler, joiner,
+and what template composition gives (an imported module, `self`, a block for `super()`).
 
 Each exposes to templates exactly the attributes in its `jinja_attributes`; nothing else of the
 Python object is reachable (see values.get_attribute).
@@ -221,6 +222,66 @@ class Joiner:
 
     def __repr__(self) -> str:
         return "<Joiner>"
+
+
+class TemplateModule:
+    """What `{% import 'x' as m %}` binds: the template's exported names (its top-level `set`s
+    and macros, not those starting with '_'), and its output when printed."""
+
+    jinja_type_name = "TemplateModule"
+
+    def __init__(self, name: Optional[str], exports: dict, body: str) -> None:
+        self.name = name
+        self.exports = exports
+        self.body = body
+
+    def jinja_attribute(self, name: str) -> Any:
+        return self.exports[name]
+
+    def __str__(self) -> str:
+        return self.body
+
+    def __repr__(self) -> str:
+        return f"<TemplateModule {self.name!r}>"
+
+
+class BlockReference:
+    """A block as `self.name` and `super()` give it: calling it renders the block."""
+
+    jinja_type_name = "BlockReference"
+
+    def __init__(self, name: str, render: Callable[[], str],
+                 parent: Callable[[], Any]) -> None:
+        self.name = name
+        self._render = render
+        self._parent = parent  # the next block up the inheritance chain, or an undefined
+
+    def __call__(self) -> str:
+        return self._render()
+
+    def jinja_attribute(self, name: str) -> Any:
+        if name == "super":
+            return self._parent()
+        raise KeyError(name)
+
+    def __repr__(self) -> str:
+        return f"<BlockReference {self.name!r}>"
+
+
+class TemplateReference:
+    """`self`: the blocks of the template being rendered, by name."""
+
+    jinja_type_name = "TemplateReference"
+
+    def __init__(self, name: Optional[str], block: Callable[[str], BlockReference]) -> None:
+        self.name = name  # the template rendered
+        self._block = block  # raises KeyError for a name that is no block
+
+    def jinja_attribute(self, name: str) -> Any:
+        return self._block(name)
+
+    def __repr__(self) -> str:
+        return f"<TemplateReference {self.name!r}>"
 
 
 class Function:

@@ -61,6 +61,7 @@ FRAME_FIELDS: dict[type, tuple[str, ...]] = {
     ast.FilterBlock: ("filters", "body"),
     ast.With: ("body",),
     ast.AssignBlock: ("filters", "body"),
+    ast.Block: ("body",),
 }
 
 # What a macro (or call block) body can read without defining it: Jinja2 passes them in.
@@ -96,6 +97,7 @@ def declarations(body: tuple) -> dict[int, dict[str, Any]]:
             _check_block_set_filters(owner, mentioned)
         unassigned = {name: at for name, at in frame.first.items()
                       if at is not None and name not in outer}
+        stack.extend((block.body, frozenset(), (), block) for block in frame.blocks)
         for index, node in frame.openers:
             # a macro's body runs only when called, so after the macro's own name is assigned
             seen = {name for name, at in unassigned.items() if index < at
@@ -115,6 +117,7 @@ class _Frame:
     def __init__(self, params: Iterable[str]) -> None:
         self.first: dict[str, Optional[int]] = dict.fromkeys(params)
         self.openers: list[tuple[int, Any]] = []  # (index, statement opening inner frames)
+        self.blocks: list[ast.Block] = []
 
     def visit(self, node: Any, index: int, in_branch: bool) -> None:
         kind = type(node)
@@ -132,6 +135,15 @@ class _Frame:
                 self.read(test)
                 self.visit_all(body, index)
             self.visit_all(node.otherwise, index)
+        elif kind is ast.Block:  # a frame of its own that sees the context, not this frame
+            self.blocks.append(node)
+        elif kind is ast.Import:
+            self.read(node.template)
+            self.first.setdefault(node.target, None if in_branch else index)
+        elif kind is ast.FromImport:
+            self.read(node.template)
+            for _, alias in node.names:
+                self.first.setdefault(alias, None if in_branch else index)
         elif frame_fields(kind):
             self.opener(node, index, in_branch)
         else:

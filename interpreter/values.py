@@ -15,7 +15,8 @@ from .methods import DICT_METHODS, MUTATING_METHODS, STR_METHODS, lookup_method,
 from .numbers import InputFloat, InputInt, as_input
 from .errors import LimitExceeded
 from .limits import check_printable
-from .runtime import Cycler, Function, Joiner, LoopContext, Macro, Method, Namespace, unsafe_attribute
+from .runtime import (BlockReference, Cycler, Function, Joiner, LoopContext, Macro, Method, Namespace,
+                      TemplateModule, TemplateReference, unsafe_attribute)
 from .undefined import Undefined
 
 
@@ -37,6 +38,8 @@ def to_string(value: Any) -> str:
         return repr_value(value)
     if isinstance(value, str):
         return value
+    if t is TemplateModule:  # an imported template prints what it rendered
+        return value.body
     return safe_repr(value)
 
 
@@ -169,7 +172,8 @@ def get_item(obj: Any, key: Any, undefined: type, mutable: bool = False) -> Any:
 
 _ABSENT = object()
 # The runtime objects: what they show templates is their `jinja_attribute`, nothing else.
-_RUNTIME = frozenset({Namespace, LoopContext, Macro, Cycler, Joiner, Function, Method})
+_RUNTIME = frozenset({Namespace, LoopContext, Macro, Cycler, Joiner, Function, Method, TemplateModule,
+                      TemplateReference, BlockReference})
 # The names `get_attribute` resolves to something else than an item on a plain dict.
 _DICT_ATTRIBUTES = frozenset(DICT_METHODS).union(*(names for _, names in MUTATING_METHODS))
 

@@ -1,0 +1,191 @@
+"""Where `{% extends %}`, `{% include %}`, `{% import %}` and `Environment.get_template` find
+templates: Jinja2's loaders, with Jinja2's names and behaviour.
+
+A loader's `get_source(environment, name)` returns `(source, filename, uptodate)`: the text, the
+file it came from (or None) and a callable that says whether a compiled copy is still current
+(or None: always). It raises `TemplateNotFound` for a name it does not have. Template names are
+always '/'-separated; a name that climbs out of a loader's folders (`..`) is not found.
+"""
+from __future__ import annotations
+
+import os
+import posixpath
+from collections import abc
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+
+from .grammar.errors import TemplateError
+
+Source = tuple[str, Optional[str], Optional[Callable[[], bool]]]
+
+
+class TemplateNotFound(TemplateError, LookupError):
+    """No loader has a template of that name. As in Jinja2, `name` is that name and the
+    message is the name; `lineno` and `column` tell where a template asked for it."""
+
+    def __init__(self, name: Any, message: Optional[str] = None) -> None:
+        super().__init__(str(name) if message is None else message, name=name)
+        self.templates = [name]
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class TemplatesNotFound(TemplateNotFound):
+    """None of several names (`select_template`, `{% include ['a', 'b'] %}`) was found."""
+
+    def __init__(self, names: Sequence[Any] = (), message: Optional[str] = None) -> None:
+        names = list(names)
+        if message is None:
+            message = "none of the templates given were found: " + ", ".join(map(str, names))
+        super().__init__(names[-1] if names else None, message)
+        self.templates = names
+
+
+def split_template_path(name: str) -> list[str]:
+    """The '/'-separated pieces of `name`, refusing any that would leave the loader's folder."""
+    pieces = []
+    for piece in name.split("/"):
+        if os.path.sep in piece or (os.path.altsep and os.path.altsep in piece) or piece == os.path.pardir:
+            raise TemplateNotFound(name)
+        if piece and piece != ".":
+            pieces.append(piece)
+    return pieces
+
+
+class BaseLoader:
+    """Subclass and implement `get_source`; `list_templates` if the loader can list its names."""
+
+    has_source_access = True
+
+    def get_source(self, environment: Any, template: str) -> Source:
+        raise TemplateNotFound(template)
+
+    def list_templates(self) -> list[str]:
+        raise TypeError("this loader cannot iterate over all templates")
+
+    def load(self, environment: Any, name: str, globals: Optional[Mapping] = None) -> Any:
+        source, filename, uptodate = self.get_source(environment, name)
+        template = environment.compile_template(source, name, filename)
+        template.uptodate = uptodate
+        return template
+
+
+class DictLoader(BaseLoader):
+    """Templates from a dict of name -> source."""
+
+    def __init__(self, mapping: Mapping[str, str]) -> None:
+        self.mapping = mapping
+
+    def get_source(self, environment: Any, template: str) -> Source:
+        if template in self.mapping:
+            source = self.mapping[template]
+            return source, None, lambda: source == self.mapping.get(template)
+        raise TemplateNotFound(template)
+
+    def list_templates(self) -> list[str]:
+        return sorted(self.mapping)
+
+
+class FunctionLoader(BaseLoader):
+    """Templates from a function of the name: a source, `(source, filename, uptodate)`, or None."""
+
+    def __init__(self, load_func: Callable[[str], Any]) -> None:
+        self.load_func = load_func
+
+    def get_source(self, environment: Any, template: str) -> Source:
+        found = self.load_func(template)
+        if found is None:
+            raise TemplateNotFound(template)
+        if isinstance(found, str):
+            return found, None, None
+        return found
+
+
+class FileSystemLoader(BaseLoader):
+    """Templates from files under one or more folders, searched in order."""
+
+    def __init__(self, searchpath: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
+                 encoding: str = "utf-8", followlinks: bool = False) -> None:
+        if not isinstance(searchpath, abc.Iterable) or isinstance(searchpath, str):
+            searchpath = [searchpath]
+        self.searchpath = [os.fspath(p) for p in searchpath]
+        self.encoding = encoding
+        self.followlinks = followlinks
+
+    def get_source(self, environment: Any, template: str) -> Source:
+        pieces = split_template_path(template)
+        for folder in self.searchpath:
+            # '/' joins, as Jinja2 does: template names are never OS paths
+            filename = posixpath.join(folder, *pieces)
+            if os.path.isfile(filename):
+                break
+        else:
+            raise TemplateNotFound(template)
+        try:
+            with open(filename, encoding=self.encoding) as f:
+                source = f.read()
+        except UnicodeDecodeError as e:
+            raise TemplateError(f"{template!r} is not {self.encoding} text: {e.reason} at byte "
+                                f"{e.start}", name=template) from None
+        mtime = os.path.getmtime(filename)
+
+        def uptodate() -> bool:
+            try:
+                return os.path.getmtime(filename) == mtime
+            except OSError:
+                return False
+
+        return source, os.path.normpath(filename), uptodate
+
+    def list_templates(self) -> list[str]:
+        found = set()
+        for folder in self.searchpath:
+            for dirpath, _, filenames in os.walk(folder, followlinks=self.followlinks):
+                for filename in filenames:
+                    path = os.path.join(dirpath, filename)[len(folder):].strip(os.path.sep)
+                    found.add(path.replace(os.path.sep, "/"))
+        return sorted(found)
+
+
+class PrefixLoader(BaseLoader):
+    """Loaders by prefix: `'app/index.html'` is `index.html` of the loader under `'app'`."""
+
+    def __init__(self, mapping: Mapping[str, BaseLoader], delimiter: str = "/") -> None:
+        self.mapping = mapping
+        self.delimiter = delimiter
+
+    def _loader_for(self, template: str) -> tuple[BaseLoader, str]:
+        try:
+            prefix, name = template.split(self.delimiter, 1)
+            return self.mapping[prefix], name
+        except (ValueError, KeyError):
+            raise TemplateNotFound(template) from None
+
+    def get_source(self, environment: Any, template: str) -> Source:
+        loader, name = self._loader_for(template)
+        try:
+            return loader.get_source(environment, name)
+        except TemplateNotFound:
+            raise TemplateNotFound(template) from None  # the full name, not the inner one
+
+    def list_templates(self) -> list[str]:
+        return [prefix + self.delimiter + name for prefix, loader in self.mapping.items()
+                for name in loader.list_templates()]
+
+
+class ChoiceLoader(BaseLoader):
+    """The first of several loaders that has the template."""
+
+    def __init__(self, loaders: Iterable[BaseLoader]) -> None:
+        self.loaders = list(loaders)
+
+    def get_source(self, environment: Any, template: str) -> Source:
+        for loader in self.loaders:
+            try:
+                return loader.get_source(environment, template)
+            except TemplateNotFound:
+                pass
+        raise TemplateNotFound(template)
+
+    def list_templates(self) -> list[str]:
+        return sorted({name for loader in self.loaders for name in loader.list_templates()})
