@@ -47,7 +47,9 @@ def to_parts(pieces: Iterable[str]) -> list[Part]:
             if (kind is Input) is not current:  # str and unmarked subclasses (Markup): template
                 if run:
                     if current:
-                        parts.append(_new(Part, (_join(run), True)))
+                        text = _join(run)
+                        parts.append(_new(Part, (text, True)) if len(text) > _SHORT
+                                     else _known_input(text) or _input_part(text))
                     else:
                         text = _join(run)
                         parts.append(_known(text) or _template_part(text))
@@ -71,6 +73,20 @@ def _template_part(text: str) -> Part:
     part = _new(Part, (text, False))
     if len(text) <= 256 and len(_TEMPLATE_PARTS) < 4096:
         _TEMPLATE_PARTS[text] = part
+    return part
+
+
+# So do the shortest input parts (a role, a tool name): those of at most _SHORT characters,
+# which cost less to look up than to make.
+_SHORT = 16
+_INPUT_PARTS: dict[str, Part] = {}
+_known_input = _INPUT_PARTS.get
+
+
+def _input_part(text: str) -> Part:
+    part = _new(Part, (text, True))
+    if len(_INPUT_PARTS) < 4096:
+        _INPUT_PARTS[text] = part
     return part
 
 

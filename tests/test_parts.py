@@ -329,6 +329,19 @@ def test_template_parts_are_shared_between_renders_and_the_cache_is_bounded():
     assert len(output._TEMPLATE_PARTS) <= 4096
 
 
+def test_short_input_parts_are_shared_between_renders_and_the_cache_is_bounded():
+    from jinjamark import output
+    template = jinjamark.Environment().from_string("<{{ role }}>{{ text }}")
+    first = template.render_parts(role=mark_input("user"), text=mark_input("x" * 17))
+    again = template.render_parts(role=mark_input("user"), text=mark_input("x" * 17))
+    assert first == again == [("<", False), ("user", True), (">", False), ("x" * 17, True)]
+    assert first[1] is again[1]          # short: made once
+    assert first[3] is not again[3]      # longer than 16 characters: made each time
+    for n in range(5000):  # many different short inputs: the cache stops growing
+        assert template.render_parts(role=mark_input(str(n)), text="")[1] == (str(n), True)
+    assert len(output._INPUT_PARTS) <= 4096
+
+
 def test_short_input_values_are_shared_marked_strings():
     data = [{"role": "user", "content": "x" * 40}, {"role": "user", "content": "x" * 40}]
     marked = mark_input(data)
