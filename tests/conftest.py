@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import shutil
+import tempfile
 from typing import Callable, NamedTuple
 
 from hypothesis import settings
@@ -17,6 +19,14 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("JINJAMARK_HYPOTHESIS", "ci"))
+
+# Parser tables built by the suite (hundreds of grammars: delimiters, extensions) go to a folder
+# of the run, not to the user's cache (grammar/parser.py, cache_folder).
+if "JINJAMARK_CACHE_DIR" not in os.environ:
+    _TABLES = os.environ["JINJAMARK_CACHE_DIR"] = tempfile.mkdtemp(prefix="jinjamark-tables-")
+
+    def pytest_sessionfinish(session, exitstatus):
+        shutil.rmtree(_TABLES, ignore_errors=True)
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"
 TEMPLATES = CORPUS / "templates"

@@ -2,6 +2,7 @@
 with a `TemplateError`: not deep nesting, not random text, not mangled real templates."""
 from __future__ import annotations
 
+import os
 import pathlib
 
 import pytest
@@ -196,3 +197,44 @@ def test_names_are_python_identifiers_as_in_jinja2(source):
         assert ours.value.message == error.message and ours.value.lineno == error.lineno
         return
     assert jinjamark.Environment().from_string(source).render(context) == want
+
+
+# ---------------------------------------------------------------------------- parser tables on disk
+
+def test_parser_tables_are_kept_in_the_cache_folder_and_loaded_by_the_next_process(tmp_path):
+    import subprocess
+    import sys
+    env = {**os.environ, "JINJAMARK_CACHE_DIR": str(tmp_path / "tables")}
+    script = "import jinjamark; print(jinjamark.chat_environment().from_string('{{ x }}!').render(x=1))"
+    for _ in range(2):  # the first process builds and writes, the second loads
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+        assert done.returncode == 0 and done.stdout == "1!\n", done.stderr
+    assert len(list((tmp_path / "tables").glob("lark-*.cache"))) == 1
+
+
+def test_a_damaged_table_file_is_rebuilt(tmp_path):
+    import subprocess
+    import sys
+    env = {**os.environ, "JINJAMARK_CACHE_DIR": str(tmp_path)}
+    script = "import jinjamark; print(jinjamark.Environment().from_string('{% if x %}y{% endif %}').render(x=1))"
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, capture_output=True)
+    (table,) = tmp_path.glob("lark-*.cache")
+    table.write_bytes(table.read_bytes()[:1000])  # a write cut short
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout == "y\n", done.stderr
+
+
+def test_where_the_tables_go(tmp_path, monkeypatch):
+    from jinjamark.grammar.parser import cache_folder
+    monkeypatch.setenv("JINJAMARK_CACHE_DIR", "")
+    assert cache_folder() is None                              # '' keeps nothing
+    monkeypatch.delenv("JINJAMARK_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_folder() == str(tmp_path / "xdg" / "jinjamark") and (tmp_path / "xdg" / "jinjamark").is_dir()
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_folder() == str(tmp_path / "home" / ".cache" / "jinjamark")
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("JINJAMARK_CACHE_DIR", str(blocked / "sub"))
+    assert cache_folder() is None                              # cannot be made: nothing kept
