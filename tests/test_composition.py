@@ -25,7 +25,7 @@ import re
 
 import jinja2
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -643,3 +643,41 @@ def test_without_a_loader_composition_is_a_template_error(source, make):
     assert outcome(lambda: ImmutableSandboxedEnvironment().from_string(source).render()).raised
     got = outcome(lambda: make().from_string(source).render())
     assert isinstance(got.error, jinjamark.TemplateError), got.describe()
+
+
+# ---------------------------------------------------------------------------- 6. marks, generated
+
+# The provenance property's templates (tests/test_provenance.py: every operation of the marking
+# issue, with input drawn from characters no template uses), rendered through composition: as an
+# included template, as a child's block inside its parent, and as a macro imported from another
+# template. Where Jinja2 renders the composed page as the template's own text inside the
+# wrapper's, every character keeps the flag the provenance model gives it, and the wrapper's
+# characters are template text.
+WRAPPINGS = {
+    "included": lambda src: {"t": "«{% include 'inner' %}»", "inner": src},
+    "child block": lambda src: {"t": "{% extends 'p' %}{% block b %}" + src + "{% endblock %}",
+                                "p": "«{% block b %}{% endblock %}»"},
+    "imported macro": lambda src: {"t": "{% from 'm' import inner with context %}«{{ inner() }}»",
+                                   "m": "{% macro inner() %}" + src + "{% endmacro %}"},
+}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(example=__import__("test_provenance").examples(), how=st.sampled_from(sorted(WRAPPINGS)))
+def test_marks_keep_their_provenance_through_composition(example, how):
+    from test_provenance import cat, model_env, run_all
+    source, stmts, ctx = example
+    out: list = []
+    run_all(stmts, model_env(ctx), out)
+    model = cat(out)
+    templates = WRAPPINGS[how](source)
+    truth = outcome(lambda: environment(jinja2, jinja2.DictLoader(templates)).get_template("t").render(ctx))
+    if truth.raised or truth.value != f"«{model.text}»":
+        event("the frame changes what the template does (as in Jinja2)")
+        return
+    event(f"compared: {how}")
+    env = jinjamark.Environment(loader=jinjamark.DictLoader(templates))
+    parts = env.get_template("t").render_parts(jinjamark.mark_input(ctx))
+    assert "".join(p.text for p in parts) == truth.value
+    assert [p.is_input for p in parts for _ in p.text] == [False] + list(model.flags) + [False], \
+        f"{how}: {templates!r}\n{ctx!r}"
