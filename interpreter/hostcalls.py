@@ -40,10 +40,10 @@ _BUILTINS_KEEPING: set = set()
 
 def host_result(fn: Callable, result: Any, args: Any, kwargs: Any) -> Any:
     """`result` of the host function `fn` called with `args` and `kwargs`, fail safe."""
+    if getattr(fn, _ATTRIBUTE, False) or (type(fn) is BuiltinFunctionType and fn in _BUILTINS_KEEPING):
+        return result  # first: every builtin filter leaves here
     if not isinstance(result, (str, list, tuple, dict)) and type(result) not in (int, float):
         return result  # bools, None and objects print as themselves, never as text from input
-    if getattr(fn, _ATTRIBUTE, False) or (type(fn) is BuiltinFunctionType and fn in _BUILTINS_KEEPING):
-        return result
     if marks.has_input(args) or (kwargs and marks.has_input(kwargs)):
         return all_input(result)
     return result
