@@ -266,6 +266,13 @@ class With(Stmt):
     body: tuple[Stmt, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class AutoEscape(Stmt):
+    """`{% autoescape value %}body{% endautoescape %}`: a frame with autoescaping set."""
+    value: Expr
+    body: tuple[Stmt, ...]
+
+
 # ---------------------------------------------------------------------------- composition
 
 @dataclass(frozen=True, slots=True)

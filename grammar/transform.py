@@ -225,6 +225,9 @@ class AstBuilder(Transformer_NonRecursive):
     def with_assign(self, meta, children):
         return (children[0], children[1])
 
+    def autoescape_stmt(self, meta, children):
+        return ast.AutoEscape(meta_span(meta), children[0], children[1])
+
     # ------------------------------------------------------------------ composition
     def extends_stmt(self, meta, children):
         return ast.Extends(meta_span(meta), children[0])

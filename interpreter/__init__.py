@@ -1,4 +1,5 @@
 """jinjamark: a Jinja engine for LLM chat templates that knows which characters came from input."""
+from .autoescape import select_autoescape
 from .chat import ChatTemplate, chat_environment
 from .environment import Environment, RenderContext, Template
 from .environment_tools import pass_context, pass_environment, pass_eval_context
@@ -24,5 +25,5 @@ __all__ = [
     "Extension", "Limits", "Marked", "Part", "ChainableUndefined", "StrictUndefined", "Undefined",
     "keeps_marks", "mark_input",
     "BaseLoader", "ChoiceLoader", "DictLoader", "FileSystemLoader", "FunctionLoader",
-    "PrefixLoader", "TemplateNotFound", "TemplatesNotFound",
+    "PrefixLoader", "TemplateNotFound", "TemplatesNotFound", "select_autoescape",
 ]

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from .autoescape import autoescaping, initial, set_autoescape
 from .errors import LimitExceeded, TemplateAssertionError, TemplateRuntimeError
 from .grammar import ast
 from .loaders import TemplateNotFound
+from .markup import _wrap
 from .marks import concat
 from .runtime import BlockReference, TemplateModule, TemplateReference
 from .scope import Scope
@@ -110,6 +112,9 @@ def evaluator_for(ev: Any, template: Any) -> Any:
                    template.source, template.memo)
     sub.budget = ev.budget
     sub.template = template
+    if sub.env.autoescape:
+        sub.default_autoescape = initial(sub.env, template.name)
+        set_autoescape(sub, sub.default_autoescape)
     return sub
 
 
@@ -144,8 +149,9 @@ def render_block(chain: Chain, name: str, index: int, outer: Scope, target: list
     names = {"super": _super(chain, name, index)}
     saved, owner.out = owner.out, target
     owner.budget.enter()
-    try:
-        owner.run(block.body, Scope(outer, names))
+    try:  # a block is compiled at its template's top level: that template's autoescaping
+        with autoescaping(owner, owner.default_autoescape):
+            owner.run(block.body, Scope(outer, names))
     finally:
         owner.out = saved
         owner.budget.leave()
@@ -155,7 +161,8 @@ def block_reference(chain: Chain, name: str, index: int) -> BlockReference:
     def render() -> str:
         out: list = []
         render_block(chain, name, index, chain.top, out)
-        return concat(out)
+        text = concat(out)
+        return _wrap(text) if chain.blocks[name][index][1].default_autoescape else text
     return BlockReference(name, render, lambda: _super(chain, name, index))
 
 
@@ -189,11 +196,12 @@ def exec_extends(ev: Any, node: ast.Extends, scope: Scope) -> None:
     # From here on the parent writes the page: this template's text and outputs are no longer
     # even evaluated (Jinja2 guards them), except in bodies that run as functions (macros).
     ev.handlers = dict(ev.handlers)
-    ev.handlers[ast.Text] = _guarded(ev.handlers[ast.Text])
-    ev.handlers[ast.Output] = _guarded(ev.handlers[ast.Output])
+    ev.handlers[ast.Text] = guarded(ev.handlers[ast.Text])
+    ev.handlers[ast.Output] = guarded(ev.handlers[ast.Output])
 
 
-def _guarded(handler: Any) -> Any:
+def guarded(handler: Any) -> Any:
+    """`handler`, skipping the text and outputs a child does not print once it has extended."""
     def run_unless_guarded(ev: Any, node: Any, scope: Scope) -> None:
         if id(node) not in ev.memo[GUARDED]:
             handler(ev, node, scope)

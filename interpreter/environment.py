@@ -13,6 +13,7 @@ from .grammar.delimiters import Delimiters
 from .grammar.whitespace import Options
 from .errors import (TemplateAssertionError, TemplateError, TemplateRuntimeError, TemplateTooLarge,
                      UndefinedError)
+from .autoescape import initial as initial_autoescape, set_autoescape
 from .composition import GUARDED, TOPLEVEL_BLOCKS, analyse, composes, run_template
 from .evaluator import CORE_HANDLERS, DECLARED, Evaluator, LoopSignal
 from .expressions import BINARY, COMPARE
@@ -22,7 +23,7 @@ from .limits import DEFAULT_LIMITS, Limits
 from .output import Part, to_parts
 from .scope import Scope, declarations, frame_fields
 from .undefined import Undefined
-from .environment_tools import pass_arg_of
+from .environment_tools import RenderContext, pass_arg_of
 from .values import get_attribute, get_item, to_string
 
 
@@ -35,7 +36,7 @@ class Environment:
                  keep_trailing_newline: bool = False, undefined: type = Undefined,
                  loader: Any = None, extensions: Iterable[Extension | str] = (),
                  limits: Limits = DEFAULT_LIMITS, immutable: bool = False,
-                 strict_extensions: bool = False, *,
+                 strict_extensions: bool = False, *, autoescape: Any = False,
                  block_start_string: str = "{%", block_end_string: str = "%}",
                  variable_start_string: str = "{{", variable_end_string: str = "}}",
                  comment_start_string: str = "{#", comment_end_string: str = "#}",
@@ -52,6 +53,7 @@ class Environment:
                                      line_statement_prefix, line_comment_prefix)
         self.undefined = undefined
         self.loader = loader
+        self.autoescape = autoescape  # a bool, or a function of the template name (select_autoescape)
         self.limits = limits
         self.immutable = immutable  # True: mutating list/dict methods raise SecurityError
         self.extensions = resolve(extensions)
@@ -258,12 +260,14 @@ class Environment:
         return to_string(value)
 
     def call_filter(self, name: str, value: Any, args: Iterable = (),
-                    kwargs: Optional[Mapping] = None) -> Any:
+                    kwargs: Optional[Mapping] = None, context: Any = None,
+                    eval_ctx: Optional[RenderContext] = None) -> Any:
         fn = self.filters.get(name)
         if fn is None:
             raise TemplateRuntimeError(f"No filter named {name!r}.")
+        result = self._call_with_env(fn, value, args, kwargs, eval_ctx)
         # the builtin filters keep marks (they say so); the host's own are taken fail safe
-        return host_result(fn, self._call_with_env(fn, value, args, kwargs), (value, args), kwargs)
+        return host_result(fn, result, (value, args), kwargs)
 
     def call_test(self, name: str, value: Any, args: Iterable = (),
                   kwargs: Optional[Mapping] = None) -> Any:
@@ -272,13 +276,14 @@ class Environment:
             raise TemplateRuntimeError(f"No test named {name!r}.")
         return self._call_with_env(fn, value, args, kwargs)
 
-    def _call_with_env(self, fn: Callable, value: Any, args: Iterable, kwargs: Optional[Mapping]) -> Any:
+    def _call_with_env(self, fn: Callable, value: Any, args: Iterable, kwargs: Optional[Mapping],
+                       eval_ctx: Optional[RenderContext] = None) -> Any:
         passed = pass_arg_of(fn)
         passed = getattr(passed, "name", passed)  # also accept Jinja2's own decorators
         if passed == "environment":
             return fn(self, value, *args, **(kwargs or {}))
         if passed in ("context", "eval_context"):
-            return fn(RenderContext(self), value, *args, **(kwargs or {}))
+            return fn(eval_ctx or RenderContext(self), value, *args, **(kwargs or {}))
         return fn(value, *args, **(kwargs or {}))
 
 
@@ -319,16 +324,6 @@ def _names_read(tree: ast.Template, opaque: frozenset) -> Optional[frozenset[str
 
 
 _OTHER_TEMPLATES = (ast.Extends, ast.Include, ast.Import, ast.FromImport)  # they read names too
-
-
-class RenderContext:
-    """What `pass_context` / `pass_eval_context` callables receive."""
-
-    autoescape = False
-
-    def __init__(self, environment: Environment) -> None:
-        self.environment = environment
-        self.eval_ctx = self
 
 
 class Template:
@@ -387,6 +382,9 @@ class Template:
         """Render; `context` becomes the template's top-level scope (its `set`s write there)."""
         env = self.environment
         ev = Evaluator(env, env.handlers, self.name, self.source, self.memo)
+        if env.autoescape:
+            ev.default_autoescape = initial_autoescape(env, self.name)
+            set_autoescape(ev, ev.default_autoescape)
         token = limits.activate(env.limits)
         try:
             return self._run(ev, context, overlay)

@@ -6,7 +6,7 @@ A callable marked with one of these is called with the named object first:
 """
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 F = TypeVar("F", bound=Callable)
 
@@ -26,3 +26,13 @@ pass_eval_context = _passing("eval_context")
 def pass_arg_of(f: Callable) -> str | None:
     """What `f` wants passed first: 'environment', 'context', 'eval_context' or None."""
     return getattr(f, "jinja_pass_arg", None)
+
+
+class RenderContext:
+    """What `pass_context` / `pass_eval_context` callables receive: the environment, and
+    whether output is being autoescaped where they are called."""
+
+    def __init__(self, environment: Any, autoescape: bool = False) -> None:
+        self.environment = environment
+        self.autoescape = autoescape
+        self.eval_ctx = self

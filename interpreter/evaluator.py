@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable, NoReturn
 from .grammar import ast
 from .errors import LimitExceeded, TemplateError, TemplateRuntimeError
 from .limits import Budget
+from .autoescape import exec_autoescape, rendered
 from .composition import COMPOSITION, template_reference
 from .expressions import ALL_TEXT, EXPRESSIONS, add_up, call_value, evaluate_arguments
 from .marks import concat
@@ -58,6 +59,10 @@ class Evaluator:
         self.chain: Any = None
         self.parent: Any = None
         self.template: Any = None
+        # autoescaping (autoescape.py): whether it is on, and what eval-context callables get
+        self.autoescape = False
+        self.default_autoescape = False
+        self.eval_ctx: Any = None
 
     # ------------------------------------------------------------------ dispatch
     def eval(self, node: Any, scope: Scope) -> Any:
@@ -209,7 +214,7 @@ def _recursion(ev: Evaluator, node: ast.For, scope: Scope) -> Callable[[Any, int
         ev.budget.enter()
         try:
             run_loop(ev, node, scope, inner, depth)
-            return concat(ev.out)
+            return rendered(ev, concat(ev.out))
         finally:
             ev.out = saved
             ev.budget.leave()
@@ -268,7 +273,7 @@ def filtered_body(ev: Evaluator, node: ast.AssignBlock | ast.FilterBlock, scope:
     if ev.declared:  # most templates have none
         ev.declare(node, scope)
     inner = Scope(scope)
-    value: Any = ev.capture(node.body, inner)
+    value: Any = rendered(ev, ev.capture(node.body, inner))
     for f in node.filters:  # in the body's scope: they see what it set
         value = apply_filter(ev, f, value, inner)
     return value
@@ -305,7 +310,7 @@ def exec_call_block(ev: Evaluator, node: ast.CallBlock, scope: Scope) -> None:
     func = ev.eval(call.func, scope)
     args, kwargs = evaluate_arguments(ev, call.arguments, scope)
     kwargs["caller"] = caller
-    ev.write(call_value(func, args, kwargs))
+    ev.write(call_value(func, args, kwargs, ev.autoescape))
 
 
 def exec_filter_block(ev: Evaluator, node: ast.FilterBlock, scope: Scope) -> None:
@@ -315,7 +320,7 @@ def exec_filter_block(ev: Evaluator, node: ast.FilterBlock, scope: Scope) -> Non
 def apply_filter(ev: Evaluator, node: ast.Filter, value: Any, scope: Scope) -> Any:
     args, kwargs = evaluate_arguments(ev, node.arguments, scope)
     try:
-        return ev.env.call_filter(node.name, value, args, kwargs)
+        return ev.env.call_filter(node.name, value, args, kwargs, eval_ctx=ev.eval_ctx)
     except Exception as e:
         ev.fail(e, node)
 
@@ -343,4 +348,5 @@ STATEMENTS: dict[type, Handler] = {
     ast.With: exec_with,
 }
 
-CORE_HANDLERS: dict[type, Handler] = {**STATEMENTS, **COMPOSITION, **EXPRESSIONS}
+CORE_HANDLERS: dict[type, Handler] = {**STATEMENTS, ast.AutoEscape: exec_autoescape, **COMPOSITION,
+                                       **EXPRESSIONS}

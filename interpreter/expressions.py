@@ -8,7 +8,7 @@ from . import marks
 from .grammar import ast
 from .errors import TemplateRuntimeError
 from .formatting import percent_format
-from .markup import is_safe, markup_add, markup_mod
+from .markup import is_safe, markup_add, markup_join, markup_mod
 from .marks import Input, Mixed, concat
 from .hostcalls import host_result
 from .runtime import BlockReference, Function, Joiner, LoopContext, Macro, Method
@@ -88,7 +88,9 @@ def evaluate_arguments(ev, arguments: ast.Arguments, scope) -> tuple[list, dict]
     return args, kwargs
 
 
-def call_value(func: Any, args: list, kwargs: dict) -> Any:
+def call_value(func: Any, args: list, kwargs: dict, autoescape: Any = None) -> Any:
+    """Call `func`. `autoescape`: whether the calling template autoescapes; a macro's result is
+    safe when it does (Jinja2 passes macros the caller's eval context)."""
     if isinstance(func, Undefined):
         func.fail()
     if not callable(func):
@@ -96,6 +98,8 @@ def call_value(func: Any, args: list, kwargs: dict) -> Any:
     for key in kwargs:
         if not isinstance(key, str):
             raise TypeError("keywords must be strings")
+    if type(func) is Macro:
+        return func.invoke(func, tuple(args), kwargs, autoescape)
     if type(func) in _OWN_CALLABLES:  # they keep marks; the host's functions are taken fail safe
         return func(*args, **kwargs)
     return host_result(func, func(*args, **kwargs), args, kwargs)
@@ -107,13 +111,13 @@ _OWN_CALLABLES = frozenset({Macro, Method, Function, LoopContext, Joiner, BlockR
 def eval_call(ev, node: ast.Call, scope):
     func = ev.eval(node.func, scope)
     args, kwargs = evaluate_arguments(ev, node.arguments, scope)
-    return call_value(func, args, kwargs)
+    return call_value(func, args, kwargs, ev.autoescape)
 
 
 def eval_filter(ev, node: ast.Filter, scope):
     value = ev.eval(node.value, scope)
     args, kwargs = evaluate_arguments(ev, node.arguments, scope)
-    return ev.env.call_filter(node.name, value, args, kwargs)
+    return ev.env.call_filter(node.name, value, args, kwargs, eval_ctx=ev.eval_ctx)
 
 
 def eval_test(ev, node: ast.Test, scope):
@@ -241,7 +245,7 @@ def eval_logical(ev, node: ast.Logical, scope):
 def eval_concat(ev, node: ast.Concat, scope):
     pieces = [to_string(ev.eval(item, scope)) for item in node.items]
     ev.budget.limits.check_size(sum(map(len, pieces)))
-    return concat(pieces)
+    return markup_join(pieces) if ev.autoescape else concat(pieces)
 
 
 COMPARE: dict[str, Callable[[Any, Any], Any]] = {

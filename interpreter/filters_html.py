@@ -9,9 +9,9 @@ from urllib.parse import quote_from_bytes
 
 from . import jsonmarks
 from . import marks
-from .environment_tools import pass_environment
+from .environment_tools import pass_environment, pass_eval_context
 from .filters_support import FilterArgumentError, text
-from .markup import Markup, escape, safe_marked
+from .markup import Markup, _wrap, escape, safe_marked
 from .undefined import Undefined
 
 do_escape = escape
@@ -102,11 +102,11 @@ def _link(middle: str, attrs: str, trim: Optional[int], schemes: Iterable[str]) 
     return middle
 
 
-@pass_environment
-def do_urlize(env: Any, value: Any, trim_url_limit: Optional[int] = None, nofollow: bool = False,
+@pass_eval_context
+def do_urlize(eval_ctx: Any, value: Any, trim_url_limit: Optional[int] = None, nofollow: bool = False,
               target: Optional[str] = None, rel: Optional[str] = None,
               extra_schemes: Optional[Iterable[str]] = None) -> str:
-    policies = env.policies
+    policies = eval_ctx.environment.policies
     rel_parts = set((rel or "").split())
     if nofollow:
         rel_parts.add("nofollow")
@@ -125,7 +125,8 @@ def do_urlize(env: Any, value: Any, trim_url_limit: Optional[int] = None, nofoll
     for i, word in enumerate(words):
         head, middle, tail = _split_punctuation(word)
         words[i] = head + _link(middle, attrs, trim_url_limit, extra_schemes) + tail
-    return marks.taint("".join(words), value, rel, target)
+    result = marks.taint("".join(words), value, rel, target)
+    return _wrap(result) if eval_ctx.autoescape else result
 
 
 # ---------------------------------------------------------------------------- xml, json
@@ -133,7 +134,8 @@ def do_urlize(env: Any, value: Any, trim_url_limit: Optional[int] = None, nofoll
 _ATTRIBUTE_KEY_STOP = re.compile(r"[\s/>=]", flags=re.ASCII)
 
 
-def do_xmlattr(d: Any, autospace: bool = True) -> str:
+@pass_eval_context
+def do_xmlattr(eval_ctx: Any, d: Any, autospace: bool = True) -> str:
     """` key="value"` for each item whose value is not none or undefined; keys must be names."""
     items = []
     for key, value in d.items():
@@ -143,7 +145,8 @@ def do_xmlattr(d: Any, autospace: bool = True) -> str:
             raise ValueError(f"Invalid character in attribute name: {key!r}")
         items.append(marks.concat((escape(key), '="', escape(value), '"')))
     result = marks.join(" ", items)
-    return marks.concat((" ", result)) if autospace and result else result
+    result = marks.concat((" ", result)) if autospace and result else result
+    return _wrap(result) if eval_ctx.autoescape else result
 
 
 _JSON_HTML_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("'", "\\u0027"))

@@ -12,7 +12,8 @@ from itertools import groupby
 from typing import Any, Callable, Iterator, Optional
 
 from . import marks
-from .environment_tools import pass_environment
+from .environment_tools import pass_environment, pass_eval_context
+from .markup import Markup, _wrap, escape
 from .filters_support import (FilterArgumentError, ignore_case, make_attrgetter,
                               make_multi_attrgetter)
 from .undefined import Undefined
@@ -89,11 +90,18 @@ def do_reverse(value: Any) -> Any:
         return items
 
 
-@pass_environment
-def do_join(env: Any, value: Any, d: Any = "", attribute: Any = None) -> str:
+@pass_eval_context
+def do_join(eval_ctx: Any, value: Any, d: Any = "", attribute: Any = None) -> str:
+    env = eval_ctx.environment
     if attribute is not None:
         value = map(make_attrgetter(env, attribute), value)
-    return marks.join(env.to_string(d), [env.to_string(item) for item in value])
+    items = [item if hasattr(item, "__html__") else env.to_string(item) for item in value]
+    sep = d if hasattr(d, "__html__") else env.to_string(d)
+    if eval_ctx.autoescape and any(hasattr(x, "__html__") for x in [sep, *items]):
+        # as Jinja2: a safe separator or item makes the join safe, the rest escaped
+        return _wrap(marks.join(escape(sep), [escape(item) for item in items]))
+    return marks.join(str.__str__(sep) if isinstance(sep, Markup) else sep,
+                      [str.__str__(x) if isinstance(x, Markup) else x for x in items])
 
 
 def do_batch(value: Any, linecount: int, fill_with: Any = None) -> Iterator[list]:

@@ -12,10 +12,10 @@ from typing import Any, Optional
 
 from .limits import check_printable, check_size, check_width
 from . import marks
-from .environment_tools import pass_environment
+from .environment_tools import pass_environment, pass_eval_context
 from .filters_support import FilterArgumentError, text
 from .formatting import percent_format
-from .markup import Markup, is_safe, markup_mod
+from .markup import Markup, escape, is_safe, markup_mod
 from .methods import STR_METHODS
 
 
@@ -61,10 +61,18 @@ def do_trim(value: Any, chars: Optional[str] = None) -> str:
     return text(value).strip(chars)
 
 
-def do_replace(s: Any, old: Any, new: Any, count: Optional[int] = None) -> str:
+@pass_eval_context
+def do_replace(eval_ctx: Any, s: Any, old: Any, new: Any, count: Optional[int] = None) -> str:
     if count is None:
         count = -1
-    return STR_METHODS["replace"](_unsafe_text(s), _unsafe_text(old), _unsafe_text(new), count)
+    if not eval_ctx.autoescape:
+        return STR_METHODS["replace"](_unsafe_text(s), _unsafe_text(old), _unsafe_text(new), count)
+    # Jinja2's test, precedence included: safe text brought in makes the receiver escaped
+    if hasattr(old, "__html__") or hasattr(new, "__html__") and not hasattr(s, "__html__"):
+        s = escape(s)
+    else:
+        s = text(s)
+    return STR_METHODS["replace"](s, text(old), text(new), count)
 
 
 def do_format(value: Any, *args: Any, **kwargs: Any) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .autoescape import autoescaping
+from .markup import _wrap
 from .grammar import ast
 from .runtime import Macro
 from .scope import Scope
@@ -17,8 +19,9 @@ def make_macro(ev: Any, node: ast.Macro | ast.CallBlock, name: str | None,
     if facts is None:
         facts = ev.memo[id(node)] = _macro_facts(node.params, node.body)
     catch_kwargs, catch_varargs, caller, ordered = facts
-    return Macro(name, node.params, _macro_invoker(ev, node.body, closure, ordered),
-                 catch_kwargs, catch_varargs, caller)
+    # autoescaping as where the macro is defined (Jinja2 compiles the body there)
+    invoke = _macro_invoker(ev, node.body, closure, ordered, ev.autoescape)
+    return Macro(name, node.params, invoke, catch_kwargs, catch_varargs, caller)
 
 
 def _macro_facts(params: tuple, body: tuple) -> tuple[bool, bool, bool, bool]:
@@ -31,16 +34,24 @@ def _macro_facts(params: tuple, body: tuple) -> tuple[bool, bool, bool, bool]:
     return "kwargs" in used, "varargs" in used, "caller" in used, bool(names & read)
 
 
-def _macro_invoker(ev: Any, body: tuple, closure: Scope,
-                  ordered: bool) -> Callable:
-    def invoke(macro: Macro, args: tuple, kwargs: dict) -> str:
+def _macro_invoker(ev: Any, body: tuple, closure: Scope, ordered: bool,
+                   autoescape: bool) -> Callable:
+    def invoke(macro: Macro, args: tuple, kwargs: dict, call_autoescape: Any = None) -> str:
+        """The body escapes as where the macro was defined; the result is safe when the
+        caller autoescapes (as in Jinja2), or, called from Python, as where it was defined."""
         scope = Scope(closure)
         bind_arguments(ev, macro, args, dict(kwargs), scope, ordered)
         ev.budget.enter()
         try:
-            return ev.capture(body, scope)
+            if autoescape == ev.autoescape:  # the common case: nothing to switch
+                text = ev.capture(body, scope)
+            else:
+                with autoescaping(ev, autoescape):
+                    text = ev.capture(body, scope)
         finally:
             ev.budget.leave()
+        safe = autoescape if call_autoescape is None else call_autoescape
+        return _wrap(text) if safe else text
     return invoke
 
 

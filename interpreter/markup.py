@@ -82,6 +82,14 @@ def escape(value: Any) -> str:
     return str.__new__(Markup, escape_text(text))
 
 
+def markup_join(pieces: list) -> str:
+    """`a ~ b` while autoescaping (Jinja2's markup_join): safe, the other pieces escaped, as
+    soon as one piece is safe; else the pieces joined as they are."""
+    if any(hasattr(p, "__html__") for p in pieces):
+        return _wrap(marks.concat([escape(p) for p in pieces]))
+    return marks.concat(pieces)
+
+
 def soft_str(value: Any) -> str:
     """A string as it is (Markup and marks kept), anything else through str()."""
     return value if isinstance(value, str) else str(value)

@@ -23,24 +23,29 @@ def to_parts(pieces: Iterable[str]) -> list[Part]:
     current = False      # whether the current part is input
     for piece in pieces:
         kind = type(piece)
-        if kind is Mixed:  # its template and input runs, in order
+        if kind is Mixed:  # its template and input runs, in order (tojson: many short ones)
             text, pos = str.__str__(piece), 0
             for a, b in piece.spans:
                 if a > pos:
                     if current:
-                        parts.append(_new(Part, (_join(run), True)))
+                        t = _join(run)
+                        parts.append(_new(Part, (t, True)) if len(t) > _SHORT
+                                     else _known_input(t) or _input_part(t))
                         run, current = [], False
                     run.append(text[pos:a])
                 if not current:
                     if run:
-                        parts.append(_template_part(_join(run)))
+                        t = _join(run)
+                        parts.append(_known(t) or _template_part(t))
                         run = []
                     current = True
                 run.append(text[a:b])
                 pos = b
             if pos < len(text):
                 if current:
-                    parts.append(_new(Part, (_join(run), True)))
+                    t = _join(run)
+                    parts.append(_new(Part, (t, True)) if len(t) > _SHORT
+                                 else _known_input(t) or _input_part(t))
                     run, current = [], False
                 run.append(text[pos:])
         elif piece:
@@ -58,7 +63,11 @@ def to_parts(pieces: Iterable[str]) -> list[Part]:
             run.append(piece)
     if run:
         text = _join(run)
-        parts.append(_new(Part, (text, True)) if current else _known(text) or _template_part(text))
+        if not current:
+            parts.append(_known(text) or _template_part(text))
+        else:
+            parts.append(_new(Part, (text, True)) if len(text) > _SHORT
+                         else _known_input(text) or _input_part(text))
     return parts
 
 

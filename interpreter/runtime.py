@@ -241,6 +241,9 @@ class TemplateModule:
     def __str__(self) -> str:
         return self.body
 
+    def __html__(self) -> str:  # printed while autoescaping: its output, not escaped again
+        return self.body
+
     def __repr__(self) -> str:
         return f"<TemplateModule {self.name!r}>"
 

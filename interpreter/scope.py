@@ -62,6 +62,7 @@ FRAME_FIELDS: dict[type, tuple[str, ...]] = {
     ast.With: ("body",),
     ast.AssignBlock: ("filters", "body"),
     ast.Block: ("body",),
+    ast.AutoEscape: ("body",),
 }
 
 # What a macro (or call block) body can read without defining it: Jinja2 passes them in.
@@ -173,6 +174,8 @@ class _Frame:
             self.read(node.filters)
         elif kind is ast.With:
             self.read(tuple(value for _, value in node.targets))
+        elif kind is ast.AutoEscape:
+            self.read(node.value)
         elif kind is ast.AssignBlock:
             self.assign(node.target, None if in_branch else index)
         elif kind is ast.Macro:
