@@ -14,6 +14,7 @@ from .limits import Budget
 from .autoescape import exec_autoescape, rendered
 from .composition import COMPOSITION, template_reference
 from .expressions import ALL_TEXT, EXPRESSIONS, add_up, call_value, evaluate_arguments
+from .markup import Markup
 from .marks import concat
 from .macros import make_macro
 from .runtime import LoopContext, Namespace
@@ -265,7 +266,10 @@ def exec_assign(ev: Evaluator, node: ast.Assign, scope: Scope) -> None:
 
 
 def exec_assign_block(ev: Evaluator, node: ast.AssignBlock, scope: Scope) -> None:
-    assign(ev, node.target, filtered_body(ev, node, scope), scope)
+    value = filtered_body(ev, node, scope)
+    if ev.autoescape:  # Jinja2 makes the filtered value safe text too: `| length` gives Markup('3')
+        value = Markup(value)
+    assign(ev, node.target, value, scope)
 
 
 def filtered_body(ev: Evaluator, node: ast.AssignBlock | ast.FilterBlock, scope: Scope) -> Any:

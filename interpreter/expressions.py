@@ -46,7 +46,8 @@ def eval_getitem(ev, node: ast.GetItem, scope):
         # Jinja2 slices with plain Python subscription, except where its optimizer folded a
         # constant (then a failing slice is undefined, as any failing item access)
         key = ev.eval(node.key, scope)
-        return marks.getitem(obj, key) if isinstance(obj, str) else obj[key]
+        kind = type(obj)  # safe text (Markup, safe marked) slices itself: the slice stays safe
+        return marks.getitem(obj, key) if kind is str or kind is Input or kind is Mixed else obj[key]
     return get_item(obj, ev.eval(node.key, scope), ev.undefined, ev.mutable)
 
 

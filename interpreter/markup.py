@@ -40,8 +40,90 @@ def _escape_marked(s: str) -> str:
     return marks.concat(pieces)
 
 
-def _html_of(s: str):
-    return lambda: s
+class SafeMixed(marks.Mixed):
+    """Safe text that carries input marks: what `Markup` is to text without them. Its
+    operations keep both, as markupsafe's keep safety: their results are safe, and text they
+    bring in (an operand, an item, a fill character) is escaped first."""
+
+    def __html__(self) -> "SafeMixed":
+        return self
+
+    def __add__(self, other: Any):
+        if isinstance(other, str) or hasattr(other, "__html__"):
+            return _wrap(marks.concat((self, escape(other))))
+        return NotImplemented
+
+    def __radd__(self, other: Any):
+        if isinstance(other, str) or hasattr(other, "__html__"):
+            return _wrap(marks.concat((escape(other), self)))
+        return NotImplemented
+
+    def __mul__(self, n: Any):
+        result = marks.Mixed.__mul__(self, n)
+        return result if result is NotImplemented else _wrap(result)
+
+    __rmul__ = __mul__
+
+    def __mod__(self, value: Any):
+        return markup_mod(self, value)
+
+    def __getitem__(self, key: Any):
+        return _wrap(marks.getitem(self, key))
+
+    def __iter__(self):
+        return iter([_wrap(c) for c in marks.Mixed.__iter__(self)])
+
+    def join(self, iterable: Any):
+        return _wrap(marks.join(self, [escape(x) for x in iterable]))
+
+    def replace(self, old: str, new: str, count: int = -1):
+        return _wrap(marks.replace(self, old, escape(new), count))
+
+    def center(self, width: int, fillchar: str = " "):
+        return _wrap(marks.Mixed.center(self, width, escape(fillchar)))
+
+    def ljust(self, width: int, fillchar: str = " "):
+        return _wrap(marks.Mixed.ljust(self, width, escape(fillchar)))
+
+    def rjust(self, width: int, fillchar: str = " "):
+        return _wrap(marks.Mixed.rjust(self, width, escape(fillchar)))
+
+    def format(self, *args: Any, **kwargs: Any):
+        from .formatting import format_string
+        return _wrap(format_string(self, args, kwargs, escaping=True))
+
+    def format_map(self, mapping: Any):
+        from .formatting import format_string
+        return _wrap(format_string(self, (), mapping, escaping=True))
+
+    # No character map through entities and tags: the result is input as a whole (fail safe).
+    def unescape(self) -> str:
+        return marks.taint(Markup.unescape(self), self)
+
+    def striptags(self) -> str:
+        return marks.taint(Markup.striptags(self), self)
+
+    @classmethod
+    def escape(cls, value: Any) -> str:
+        return escape(value)
+
+
+def _keep_safe(name: str, each: bool = False):
+    method = getattr(marks.Mixed, name)
+
+    def keep(self, *args: Any, **kwargs: Any):
+        result = method(self, *args, **kwargs)
+        return type(result)(_wrap(r) for r in result) if each else _wrap(result)
+    keep.__name__ = name
+    return keep
+
+
+for _name in ("capitalize", "title", "lower", "upper", "swapcase", "casefold", "strip", "lstrip",
+              "rstrip", "expandtabs", "zfill", "removeprefix", "removesuffix", "translate"):
+    setattr(SafeMixed, _name, _keep_safe(_name))
+for _name in ("split", "rsplit", "splitlines", "partition", "rpartition"):
+    setattr(SafeMixed, _name, _keep_safe(_name, each=True))
+SafeMixed.__name__ = "str"  # as every marked string (marks.py): a str to users
 
 
 def safe_marked(text: str) -> str:
@@ -49,9 +131,8 @@ def safe_marked(text: str) -> str:
     spans = marks.spans_of(text)
     if not spans:
         return text
-    copy = marks.Mixed(str.__str__(text))  # Mixed: it can carry an attribute
+    copy = SafeMixed(str.__str__(text))
     copy.spans = spans
-    copy.__html__ = _html_of(copy)
     return copy
 
 

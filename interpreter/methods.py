@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 from .limits import check_width
 from . import marks
 from .formatting import format_string
-from .markup import Markup
+from .markup import Markup, SafeMixed, _wrap
 
 # ---------------------------------------------------------------------------- strings
 
@@ -38,9 +38,9 @@ def _check_arguments(name: str, args: tuple, kwargs: dict) -> None:
 
 
 def _str_format(receiver: str, *args: Any, **kwargs: Any) -> str:
-    escaping = isinstance(receiver, Markup)
+    escaping = hasattr(receiver, "__html__")  # Markup, or safe marked text
     text = format_string(receiver, args, kwargs, escaping=escaping)
-    return Markup(text) if escaping else text
+    return _wrap(text) if escaping else text
 
 
 def _str_format_map(receiver: str, *args: Any, **kwargs: Any) -> str:
@@ -48,13 +48,13 @@ def _str_format_map(receiver: str, *args: Any, **kwargs: Any) -> str:
         raise TypeError("format_map() takes no keyword arguments")
     if len(args) != 1:
         raise TypeError(f"format_map() takes exactly one argument ({len(args)} given)")
-    escaping = isinstance(receiver, Markup)
+    escaping = hasattr(receiver, "__html__")
     text = format_string(receiver, (), args[0], escaping=escaping)
-    return Markup(text) if escaping else text
+    return _wrap(text) if escaping else text
 
 
 def _str_join(receiver: str, iterable: Any, /) -> str:
-    if isinstance(receiver, Markup):
+    if hasattr(receiver, "__html__"):
         return receiver.join(iterable)
     return marks.join(receiver, iterable)
 
@@ -192,7 +192,7 @@ MUTATING_METHODS: tuple[tuple[type, frozenset], ...] = (
 
 def _table(obj: Any) -> Optional[dict[str, Callable]]:
     if isinstance(obj, str):
-        return MARKUP_METHODS if isinstance(obj, Markup) else STR_METHODS
+        return MARKUP_METHODS if isinstance(obj, (Markup, SafeMixed)) else STR_METHODS
     if isinstance(obj, list):
         return LIST_METHODS
     if isinstance(obj, tuple):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Iterable, NamedTuple
 
+from .markup import SafeMixed
 from .marks import Input, Mixed
 
 
@@ -23,7 +24,7 @@ def to_parts(pieces: Iterable[str]) -> list[Part]:
     current = False      # whether the current part is input
     for piece in pieces:
         kind = type(piece)
-        if kind is Mixed:  # its template and input runs, in order (tojson: many short ones)
+        if kind is Mixed or kind is SafeMixed:  # its template and input runs, in order
             text, pos = str.__str__(piece), 0
             for a, b in piece.spans:
                 if a > pos:

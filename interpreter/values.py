@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import marks
+from .markup import SafeMixed
 from .marks import Input, Marked, Mixed, concat
 from .methods import DICT_METHODS, MUTATING_METHODS, STR_METHODS, lookup_method, is_unsafe_method
 from .numbers import InputFloat, InputInt, as_input
@@ -25,7 +26,7 @@ from .undefined import Undefined
 def to_string(value: Any) -> str:
     """`{{ value }}` and `~`: Python's str() for data, '' for undefined, marks kept."""
     t = type(value)
-    if t is str or t is Input or t is Mixed:
+    if t is str or t is Input or t is Mixed or t is SafeMixed:
         return value
     if value is None or t is bool or t is int or t is float:
         return str(value)
@@ -66,7 +67,7 @@ def repr_value(value: Any, _depth: int = 0) -> str:
     t = type(value)
     if t is InputInt or t is InputFloat:
         return marks.mark(repr(value))
-    if t is Input or t is Mixed:
+    if t is Input or t is Mixed or t is SafeMixed:
         text = repr(value)
         wrapper = "Markup(" if hasattr(value, "__html__") else ""  # safe text, as markupsafe's
         # the characters between the quotes are the string's own when nothing was escaped

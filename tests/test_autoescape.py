@@ -26,6 +26,9 @@ CASES = {
     "macro result added to text": "{% macro m() %}<{% endmacro %}{{ m() + '<' }}|{{ m() ~ '<' }}",
     "block set": "{% set x %}<i>{{ s }}</i>{% endset %}{{ x }}|{{ x|length }}",
     "block set with a filter": "{% set x | upper %}<i>{{ s }}</i>{% endset %}{{ x }}",
+    "block set filtered to a number": "{% set j | length %}abc{% endset %}{{ j }}|{{ j ~ 1 }}|{{ j is string }}",
+    "safe input operations": "{{ (s|e) * 2 }}|{{ ((s|e) * 2)|e }}|{{ (s|e).upper() }}|{{ (s|e)[0:3] }}"
+                             "|{{ (s|e).split('&')|join(',') }}|{{ (s|e).unescape() }}|{{ (s|e).striptags() }}",
     "tilde": "{{ s ~ '<' }}|{{ (s|safe) ~ '<' }}|{% set z = (s|safe) ~ s %}{{ z }}|{% set w = s ~ s %}{{ w }}",
     "plus": "{{ s + '<' }}|{{ (s|safe) + s }}|{{ '<' + (s|safe) }}",
     "filter block": "{% filter upper %}{{ s }}<{% endfilter %}",
@@ -92,6 +95,16 @@ def test_across_templates_as_jinja2(name, setting):
                                      {"enabled_extensions": [".txt"], "default_for_string": False}])
 def test_select_autoescape_as_jinja2(name, options):
     assert jinjamark.select_autoescape(**options)(name) == jinja2.select_autoescape(**options)(name)
+
+
+def test_operations_on_safe_input_keep_it_safe_and_input():
+    """`(u|e) * 2`, `.upper()`, slicing: safe as Markup's would be, and still input."""
+    env = jinjamark.Environment()
+    source = "{{ ((u|e) * 2)|e }}|{{ (u|e).upper()|e }}|{{ (u|e)[1:3]|e }}"
+    parts = env.from_string(source).render_parts(u=jinjamark.mark_input("<b>"))
+    assert [(p.text, p.is_input) for p in parts] == [
+        ("&lt;b&gt;&lt;b&gt;", True), ("|", False), ("&LT;B&GT;", True), ("|", False), ("lt", True)]
+    assert "".join(p.text for p in parts) == SandboxedEnvironment().from_string(source).render(u="<b>")
 
 
 def test_escaped_input_stays_input_and_template_text_is_never_escaped():

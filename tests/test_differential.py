@@ -744,3 +744,14 @@ WHITESPACE_CASES = [
 @pytest.mark.parametrize("source", WHITESPACE_CASES)
 def test_whitespace_control_matches_jinja2_under_every_option(source, trim, lstrip, keep):
     assert_same_as_jinja2(source, dict(trim_blocks=trim, lstrip_blocks=lstrip, keep_trailing_newline=keep))
+
+
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")
+@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck), phases=PHASES)
+@given(case=cases(depth=2))
+def test_generated_templates_render_as_jinja2_with_autoescaping(case):
+    """The generated templates again, with `autoescape=True`: every filter, test, method and
+    operator on escaped and safe text (interpreter/autoescape.py)."""
+    source, opts = case
+    assert_same_as_jinja2(source, {**opts, "autoescape": True})
+    assert_same_as_jinja2(source, {**opts, "autoescape": True}, marked=True)  # escaping marked text
