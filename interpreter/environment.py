@@ -8,11 +8,10 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 from .grammar import ast
 from .hostcalls import host_result
-from .loaders import BaseLoader, TemplateNotFound, TemplatesNotFound
+from .loaders import TemplateLoading
 from .grammar.delimiters import Delimiters
 from .grammar.whitespace import Options
-from .errors import (TemplateAssertionError, TemplateError, TemplateRuntimeError, TemplateTooLarge,
-                     UndefinedError)
+from .errors import TemplateAssertionError, TemplateError, TemplateRuntimeError, TemplateTooLarge
 from .autoescape import initial as initial_autoescape, set_autoescape
 from .composition import GUARDED, TOPLEVEL_BLOCKS, analyse, composes, run_template
 from .evaluator import CORE_HANDLERS, DECLARED, Evaluator, LoopSignal
@@ -27,7 +26,7 @@ from .environment_tools import RenderContext, pass_arg_of
 from .values import get_attribute, get_item, to_string
 
 
-class Environment:
+class Environment(TemplateLoading):
     """Options and registries shared by the templates made from it (Jinja2's defaults)."""
 
     cache_size = 400
@@ -120,83 +119,6 @@ class Environment:
             self._cache[key] = template
             if len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
-        return template
-
-    # ------------------------------------------------------------------ loading (Jinja2's API)
-    def get_template(self, name: Any, parent: Optional[str] = None,
-                     globals: Optional[Mapping] = None) -> "Template":
-        """The template the loader has under `name` (compiled once, kept while up to date)."""
-        if isinstance(name, Template):
-            return name
-        if isinstance(name, Undefined):
-            name.fail()
-        if parent is not None:
-            name = self.join_path(name, parent)
-        return self._load_template(name)
-
-    def select_template(self, names: Any, parent: Optional[str] = None,
-                        globals: Optional[Mapping] = None) -> "Template":
-        """The first of `names` the loader has."""
-        if isinstance(names, Undefined):
-            names.fail()
-        if not names:
-            raise TemplatesNotFound(message="Tried to select from an empty list of templates.")
-        for name in names:
-            if isinstance(name, Template):
-                return name
-            if parent is not None:
-                name = self.join_path(name, parent)
-            try:
-                return self._load_template(name)
-            except (TemplateNotFound, UndefinedError):
-                pass
-        raise TemplatesNotFound(names)
-
-    def get_or_select_template(self, template_name_or_list: Any, parent: Optional[str] = None,
-                               globals: Optional[Mapping] = None) -> "Template":
-        """`get_template` for a name or a template, `select_template` for a list of them."""
-        if isinstance(template_name_or_list, (str, Undefined, Template)):
-            return self.get_template(template_name_or_list, parent)
-        return self.select_template(template_name_or_list, parent)
-
-    def join_path(self, template: str, parent: str) -> str:
-        """A name relative to the template that refers to it; override for relative names."""
-        return template
-
-    def list_templates(self, extensions: Optional[Iterable[str]] = None,
-                       filter_func: Optional[Callable[[str], bool]] = None) -> list[str]:
-        if self.loader is None:
-            raise TypeError("no loader for this environment specified")
-        names = self.loader.list_templates()
-        if extensions is not None:
-            wanted = tuple("." + e for e in extensions)
-            names = [n for n in names if n.endswith(wanted)]
-        return [n for n in names if filter_func(n)] if filter_func is not None else names
-
-    def compile_template(self, source: str, name: Optional[str], filename: Optional[str] = None
-                         ) -> "Template":
-        template = Template.from_ast(self, self.parse(source, name), source, name)
-        template.filename = filename
-        return template
-
-    def _load_template(self, name: Any) -> "Template":
-        if self.loader is None:
-            raise TypeError("no loader for this environment specified")
-        key = (self.loader, name)  # a loader set later has its own templates
-        with self._lock:
-            template = self._templates.get(key)
-        if template is not None and (template.uptodate is None or template.uptodate()):
-            return template
-        if isinstance(self.loader, BaseLoader):
-            template = self.loader.load(self, name)
-        else:  # a Jinja2-style loader object: get_source is the protocol
-            source, filename, uptodate = self.loader.get_source(self, name)
-            template = self.compile_template(source, name, filename)
-            template.uptodate = uptodate
-        with self._lock:
-            self._templates[key] = template
-            if len(self._templates) > self.cache_size:
-                self._templates.popitem(last=False)
         return template
 
     def _check(self, tree: ast.Template, name: Optional[str], source: str) -> None:
@@ -405,3 +327,6 @@ class Template:
             raise TemplateRuntimeError("break or continue outside of a loop", name=self.name,
                                        lineno=1, column=1, source=self.source) from None
         return ev.out
+
+
+Environment.template_class = Template  # what loaders compile to (Jinja2's attribute)

@@ -1,5 +1,6 @@
 """Where `{% extends %}`, `{% include %}`, `{% import %}` and `Environment.get_template` find
-templates: Jinja2's loaders, with Jinja2's names and behaviour.
+templates: Jinja2's loaders, with Jinja2's names and behaviour, and the environment's side of
+loading (`TemplateLoading`).
 
 A loader's `get_source(environment, name)` returns `(source, filename, uptodate)`: the text, the
 file it came from (or None) and a callable that says whether a compiled copy is still current
@@ -13,7 +14,9 @@ import posixpath
 from collections import abc
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
+from .errors import UndefinedError
 from .grammar.errors import TemplateError
+from .undefined import Undefined
 
 Source = tuple[str, Optional[str], Optional[Callable[[], bool]]]
 
@@ -189,3 +192,90 @@ class ChoiceLoader(BaseLoader):
 
     def list_templates(self) -> list[str]:
         return sorted({name for loader in self.loaders for name in loader.list_templates()})
+
+
+class TemplateLoading:
+    """Jinja2's loading API, for `Environment`: templates by name from its `loader`, compiled
+    once and kept (by loader and name) while the loader says they are up to date."""
+
+    template_class: Any  # set by environment.py: the Template class
+    loader: Any
+    cache_size: int
+    _templates: Any  # an OrderedDict (loader, name) -> template, made by Environment
+    _lock: Any
+
+    def get_template(self, name: Any, parent: Optional[str] = None,
+                     globals: Optional[Mapping] = None) -> Any:
+        """The template the loader has under `name` (compiled once, kept while up to date)."""
+        if isinstance(name, self.template_class):
+            return name
+        if isinstance(name, Undefined):
+            name.fail()
+        if parent is not None:
+            name = self.join_path(name, parent)
+        return self._load_template(name)
+
+    def select_template(self, names: Any, parent: Optional[str] = None,
+                        globals: Optional[Mapping] = None) -> Any:
+        """The first of `names` the loader has."""
+        if isinstance(names, Undefined):
+            names.fail()
+        if not names:
+            raise TemplatesNotFound(message="Tried to select from an empty list of templates.")
+        for name in names:
+            if isinstance(name, self.template_class):
+                return name
+            if parent is not None:
+                name = self.join_path(name, parent)
+            try:
+                return self._load_template(name)
+            except (TemplateNotFound, UndefinedError):
+                pass
+        raise TemplatesNotFound(names)
+
+    def get_or_select_template(self, template_name_or_list: Any, parent: Optional[str] = None,
+                               globals: Optional[Mapping] = None) -> Any:
+        """`get_template` for a name or a template, `select_template` for a list of them."""
+        if isinstance(template_name_or_list, (str, Undefined, self.template_class)):
+            return self.get_template(template_name_or_list, parent)
+        return self.select_template(template_name_or_list, parent)
+
+    def join_path(self, template: str, parent: str) -> str:
+        """A name relative to the template that refers to it; override for relative names."""
+        return template
+
+    def list_templates(self, extensions: Optional[Iterable[str]] = None,
+                       filter_func: Optional[Callable[[str], bool]] = None) -> list[str]:
+        if self.loader is None:
+            raise TypeError("no loader for this environment specified")
+        names = self.loader.list_templates()
+        if extensions is not None:
+            wanted = tuple("." + e for e in extensions)
+            names = [n for n in names if n.endswith(wanted)]
+        return [n for n in names if filter_func(n)] if filter_func is not None else names
+
+    def compile_template(self, source: str, name: Optional[str], filename: Optional[str] = None
+                         ) -> Any:
+        template = self.template_class.from_ast(self, self.parse(source, name), source, name)
+        template.filename = filename
+        return template
+
+    def _load_template(self, name: Any) -> Any:
+        if self.loader is None:
+            raise TypeError("no loader for this environment specified")
+        key = (self.loader, name)  # a loader set later has its own templates
+        with self._lock:
+            template = self._templates.get(key)
+        if template is not None and (template.uptodate is None or template.uptodate()):
+            return template
+        if isinstance(self.loader, BaseLoader):
+            template = self.loader.load(self, name)
+        else:  # a Jinja2-style loader object: get_source is the protocol
+            source, filename, uptodate = self.loader.get_source(self, name)
+            template = self.compile_template(source, name, filename)
+            template.uptodate = uptodate
+        with self._lock:
+            self._templates[key] = template
+            if len(self._templates) > self.cache_size:
+                self._templates.popitem(last=False)
+        return template
