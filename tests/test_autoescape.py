@@ -77,13 +77,11 @@ TEMPLATES = {
 def test_across_templates_as_jinja2(name, setting):
     """Each template escapes as its own name says (select_autoescape: .html yes, .txt no); a
     macro's body as where it is defined, its result is safe where the caller escapes."""
-    choose = {"on": True, "off": False}
-    j_env = SandboxedEnvironment(loader=jinja2.DictLoader(TEMPLATES),
-                                 autoescape=choose.get(setting) or jinja2.select_autoescape()
-                                 if setting != "off" else False)
-    m_env = jinjamark.Environment(loader=jinjamark.DictLoader(TEMPLATES),
-                                  autoescape=choose.get(setting) or jinjamark.select_autoescape()
-                                  if setting != "off" else False)
+    settings = {"select": (jinja2.select_autoescape(), jinjamark.select_autoescape()),
+                "on": (True, True), "off": (False, False)}
+    j_setting, m_setting = settings[setting]
+    j_env = SandboxedEnvironment(loader=jinja2.DictLoader(TEMPLATES), autoescape=j_setting)
+    m_env = jinjamark.Environment(loader=jinjamark.DictLoader(TEMPLATES), autoescape=m_setting)
     want = outcome(lambda: j_env.get_template(name).render(**CONTEXT))
     got = outcome(lambda: m_env.get_template(name).render(**CONTEXT))
     assert not want.raised, want.describe()

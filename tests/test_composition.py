@@ -32,6 +32,8 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 import jinjamark
 from conftest import Outcome, outcome
 from test_differential import Choices
+from test_provenance import cat, model_env, run_all
+from test_provenance import examples as provenance_examples
 
 PHASES = tuple(Phase) if os.environ.get("JINJAMARK_SHRINK") == "1" else (Phase.explicit, Phase.reuse, Phase.generate)
 OPTIONS = {"default": {}, "trim_lstrip": {"trim_blocks": True, "lstrip_blocks": True}}
@@ -663,9 +665,8 @@ WRAPPINGS = {
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(example=__import__("test_provenance").examples(), how=st.sampled_from(sorted(WRAPPINGS)))
+@given(example=provenance_examples(), how=st.sampled_from(sorted(WRAPPINGS)))
 def test_marks_keep_their_provenance_through_composition(example, how):
-    from test_provenance import cat, model_env, run_all
     source, stmts, ctx = example
     out: list = []
     run_all(stmts, model_env(ctx), out)
