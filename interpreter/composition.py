@@ -118,16 +118,17 @@ def evaluator_for(ev: Any, template: Any) -> Any:
     return sub
 
 
-def run_nested(ev: Any, template: Any, top: Scope) -> list:
-    """Render an included or imported template: its output."""
+def run_nested(ev: Any, template: Any, top: Scope) -> tuple[list, Any]:
+    """Render an included or imported template: its output, and the top-level names its own
+    imports bound (which a module does not export)."""
     from .evaluator import LoopSignal  # evaluator imports this module's handlers
     sub = evaluator_for(ev, template)
     ev.budget.enter()
     try:
         if template.composes:
-            return run_template(sub, template, top, ev.chain.base)
-        sub.run(template.tree.body, top)
-        return sub.out
+            return run_template(sub, template, top, ev.chain.base), sub.chain.imported
+        sub.run(template.tree.body, top)  # no blocks, no imports: no chain needed
+        return sub.out, ()
     except LoopSignal:
         raise TemplateRuntimeError("break or continue outside of a loop") from None
     finally:
@@ -224,7 +225,7 @@ def exec_include(ev: Any, node: ast.Include, scope: Scope) -> None:
         if node.ignore_missing:
             return
         raise
-    ev.out.extend(run_nested(ev, template, _context(ev, scope if node.with_context else None)))
+    ev.out.extend(run_nested(ev, template, _context(ev, scope if node.with_context else None))[0])
 
 
 def _context(ev: Any, scope: Optional[Scope]) -> Scope:
@@ -238,15 +239,10 @@ def _context(ev: Any, scope: Optional[Scope]) -> Scope:
 def make_module(ev: Any, template: Any, scope: Optional[Scope]) -> TemplateModule:
     """Render `template` as a module: with `scope` as its context, or only the globals."""
     top = _context(ev, scope)
-    sub = evaluator_for(ev, template)
-    ev.budget.enter()
-    try:
-        body = concat(run_template(sub, template, top, ev.chain.base))
-    finally:
-        ev.budget.leave()
+    out, imported = run_nested(ev, template, top)
     exports = {name: value for name, value in top.vars.items()
-               if name[:1] != "_" and value is not MISSING and name not in sub.chain.imported}
-    return TemplateModule(template.name, exports, body)
+               if name[:1] != "_" and value is not MISSING and name not in imported}
+    return TemplateModule(template.name, exports, concat(out))
 
 
 def exec_import(ev: Any, node: ast.Import, scope: Scope) -> None:

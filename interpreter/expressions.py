@@ -106,7 +106,7 @@ def call_value(func: Any, args: list, kwargs: dict, autoescape: Any = None) -> A
     return host_result(func, func(*args, **kwargs), args, kwargs)
 
 
-_OWN_CALLABLES = frozenset({Macro, Method, Function, LoopContext, Joiner, BlockReference})
+_OWN_CALLABLES = frozenset({Method, Function, LoopContext, Joiner, BlockReference})  # macros: above
 
 
 def eval_call(ev, node: ast.Call, scope):
