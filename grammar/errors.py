@@ -9,8 +9,13 @@ from __future__ import annotations
 from typing import Optional
 
 
-class TemplateError(Exception):
-    """Base class of every error a template or its data can cause."""
+class TemplateError(ValueError):
+    """Base class of every error a template or its data can cause.
+
+    A `ValueError` too: servers answer "bad request" on the exceptions they already catch
+    (vLLM names ValueError, TypeError, RuntimeError and jinja2's TemplateError), and a template
+    that fails on its data is exactly that. Code inside jinjamark that catches ValueError from
+    Python lets a TemplateError through (see filters.do_int)."""
 
     def __init__(self, message: str = "", *, name: Optional[str] = None,
                  lineno: Optional[int] = None, column: Optional[int] = None,

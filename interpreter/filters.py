@@ -13,6 +13,7 @@ from . import filters_html as html
 from . import filters_sequence as seq
 from . import filters_text as txt
 from .environment_tools import pass_environment
+from .errors import TemplateError
 from .filters_support import FilterArgumentError
 from .hostcalls import keeps_marks
 from .methods import is_unsafe_method, lookup_method
@@ -32,9 +33,13 @@ def do_int(value: Any, default: int = 0, base: int = 10) -> int:
         if isinstance(value, str):
             return int(value, base)
         return int(value)
+    except TemplateError:  # a ValueError too, but a strict undefined must still raise
+        raise
     except (TypeError, ValueError):
         try:
             return int(float(value))
+        except TemplateError:
+            raise
         except (TypeError, ValueError, OverflowError):
             return default
 
@@ -42,6 +47,8 @@ def do_int(value: Any, default: int = 0, base: int = 10) -> int:
 def do_float(value: Any, default: float = 0.0) -> float:
     try:
         return float(value)
+    except TemplateError:
+        raise
     except (TypeError, ValueError):
         return default
 

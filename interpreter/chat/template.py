@@ -1,64 +1,13 @@
-"""The transformers profile: templates rendered as `apply_chat_template(..., tokenize=False)` does.
-
-That is Jinja2's ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True) with
-loopcontrols and a transparent `{% generation %}`, `tojson` as `json.dumps` with transformers'
-keyword arguments, and the globals `raise_exception` and `strftime_now`.
-"""
+"""ChatTemplate: a model's chat template rendered as transformers' `apply_chat_template` renders it."""
 from __future__ import annotations
 
-import threading
 from datetime import datetime
 from typing import Any, Callable, Optional
 
-from .environment import Environment
-from .hostcalls import keeps_marks
-from .errors import TemplateError
-from . import jsonmarks
-from .output import Part
-from .values import mark_input
-
-PROFILE_EXTENSIONS = ("loopcontrols", "generation")
-
-
-@keeps_marks
-def tojson(value: Any, ensure_ascii: bool = False, indent: Any = None, separators: Any = None,
-           sort_keys: bool = False) -> str:
-    """transformers' tojson: json.dumps with exactly these keyword arguments."""
-    return jsonmarks.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
-                           sort_keys=sort_keys)
-
-
-def raise_exception(message: Any) -> None:
-    raise TemplateError(str(message))
-
-
-def strftime_now(fmt: str) -> str:
-    return datetime.now().strftime(fmt)
-
-
-def chat_environment(trim_blocks: bool = True, lstrip_blocks: bool = True, **options: Any) -> Environment:
-    """An Environment with the transformers profile."""
-    extensions = tuple(options.pop("extensions", ())) + PROFILE_EXTENSIONS
-    options.setdefault("immutable", True)
-    env = Environment(trim_blocks=trim_blocks, lstrip_blocks=lstrip_blocks, extensions=extensions,
-                      **options)
-    env.filters["tojson"] = tojson
-    env.globals["raise_exception"] = raise_exception
-    env.globals["strftime_now"] = strftime_now
-    return env
-
-
-_shared: dict[tuple, Environment] = {}
-_shared_lock = threading.Lock()
-
-
-def _shared_environment() -> Environment:
-    """One profile environment per process, so that templates are parsed once."""
-    with _shared_lock:
-        env = _shared.get(())
-        if env is None:
-            env = _shared[()] = chat_environment()
-        return env
+from ..environment import Environment
+from ..output import Part
+from ..values import mark_input
+from .profile import shared_environment
 
 
 class ChatTemplate:
@@ -71,7 +20,7 @@ class ChatTemplate:
     def __init__(self, source: str, special_tokens: Optional[dict[str, Any]] = None,
                  now: Optional[Callable[[], datetime]] = None,
                  environment: Optional[Environment] = None, name: Optional[str] = None) -> None:
-        self.environment = environment or _shared_environment()
+        self.environment = environment or shared_environment()
         self.template = self.environment.from_string(source, name)
         self.special_tokens = dict(special_tokens or {})
         self.overlay: dict[str, Any] = {}
@@ -112,7 +61,7 @@ class ChatTemplate:
     def encode(self, messages: Any, tokenizer: Any, tools: Any = None, documents: Any = None,
                add_generation_prompt: bool = False, **kwargs: Any) -> list[int]:
         """Token ids of the rendered prompt; special tokens are parsed in template text only."""
-        from .tokenizers import encode
+        from .tokenization import encode
         parts = self.render_parts(messages, tools, documents, add_generation_prompt, **kwargs)
         return encode(parts, tokenizer)
 
