@@ -15,6 +15,7 @@ from .grammar.errors import TemplateSyntaxError
 from .evaluator import LoopSignal
 from .scope import Scope
 from .ext import Extension, extension_grammar, span
+from .tracking import END, START, tracking
 
 # ---------------------------------------------------------------------------- loopcontrols
 
@@ -106,7 +107,14 @@ def _generation(ev, node, scope):
         ev.declare(node, scope)
     specials = {"caller": ev.undefined("No caller defined", name="caller"), "kwargs": {},
                 "varargs": ()}
+    if not tracking(ev):
+        ev.run(node.body, Scope(scope, specials))
+        return
+    # asked for the spans (render_with(generation_spans=...)): zero-width markers around the
+    # body, resolved to offsets where its text finally lands (jinjamark.tracking)
+    ev.out.append(START)
     ev.run(node.body, Scope(scope, specials))
+    ev.out.append(END)
 
 
 GENERATION = Extension(

@@ -17,7 +17,7 @@ from .composition import GUARDED, TOPLEVEL_BLOCKS, analyse, composes, run_templa
 from .evaluator import CORE_HANDLERS, DECLARED, Evaluator, LoopSignal
 from .expressions import BINARY, COMPARE
 from .ext import Extension, install, parser_for, resolve
-from . import limits
+from . import limits, tracking
 from .limits import DEFAULT_LIMITS, Limits
 from .output import Part, to_parts
 from .scope import Scope, declarations, frame_fields
@@ -293,17 +293,28 @@ class Template:
     def render_parts(self, *args: Any, **kwargs: Any) -> list[Part]:
         return to_parts(self._render(dict(*args, **kwargs)))
 
-    def render_with(self, context: dict, overlay: Optional[dict] = None) -> str:
-        """Render with `overlay` between the environment's globals and the context."""
-        return "".join(self._render(dict(context), overlay))
+    def render_with(self, context: dict, overlay: Optional[dict] = None,
+                    generation_spans: Optional[list] = None) -> str:
+        """Render with `overlay` between the environment's globals and the context. Given a
+        list, `generation_spans` gets the (start, end) offsets in the output of every
+        `{% generation %}` body, where its text lands (also from a macro or a capture)."""
+        return "".join(self._render(dict(context), overlay, generation_spans))
 
-    def render_parts_with(self, context: dict, overlay: Optional[dict] = None) -> list[Part]:
-        return to_parts(self._render(dict(context), overlay))
+    def render_parts_with(self, context: dict, overlay: Optional[dict] = None,
+                          generation_spans: Optional[list] = None) -> list[Part]:
+        return to_parts(self._render(dict(context), overlay, generation_spans))
 
-    def _render(self, context: dict, overlay: Optional[dict] = None) -> list[str]:
+    def _render(self, context: dict, overlay: Optional[dict] = None,
+                generation_spans: Optional[list] = None) -> list[str]:
         """Render; `context` becomes the template's top-level scope (its `set`s write there)."""
+        if generation_spans is not None:
+            return _render_tracked(self, context, overlay, generation_spans)
         env = self.environment
         ev = Evaluator(env, env.handlers, self.name, self.source, self.memo)
+        return self._start(ev, context, overlay)
+
+    def _start(self, ev: Evaluator, context: dict, overlay: Optional[dict]) -> list[str]:
+        env = self.environment
         if env.autoescape:
             ev.default_autoescape = initial_autoescape(env, self.name)
             set_autoescape(ev, ev.default_autoescape)
@@ -327,6 +338,21 @@ class Template:
             raise TemplateRuntimeError("break or continue outside of a loop", name=self.name,
                                        lineno=1, column=1, source=self.source) from None
         return ev.out
+
+
+def _render_tracked(template: Template, context: dict, overlay: Optional[dict],
+                    spans: list) -> list[str]:
+    """A render on evaluators that record where generation bodies land (tracking.py)."""
+    tracker = tracking.Tracker()
+    token = tracking.start_tracking(tracker)
+    try:
+        ev = tracking.TrackingEvaluator(template.environment, template.environment.handlers,
+                                        template.name, template.source, template.memo)
+        pieces = template._start(ev, context, overlay)
+    finally:
+        tracking.stop_tracking(token)
+    spans.extend(tracking.resolve(pieces))
+    return pieces
 
 
 Environment.template_class = Template  # what loaders compile to (Jinja2's attribute)
