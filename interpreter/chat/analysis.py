@@ -1,0 +1,142 @@
+"""What a server needs to know about a chat template before it renders one: `jinjamark.analyze`.
+
+- `variables`: the names it reads from its context, equal to `jinja2.meta.find_undeclared_variables`
+  (vLLM keeps only these keys of a request's `chat_template_kwargs`).
+- `content_format`: 'openai' when the template loops over a message's content (it takes a list of
+  typed parts), else 'string': the decision vLLM makes by walking Jinja2's AST.
+- `has_generation`: it marks assistant text with `{% generation %}` (assistant masks work).
+- `keys`: the attribute and key names it reads (`message.role`, `tool_call['id']`, `'x' in m`).
+- `capabilities`: what it can render (system role, tools, tool calls, ...), see `capabilities`.
+
+Everything but the capabilities comes from the AST alone; the capabilities are read from the AST
+and confirmed by small probe renders.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Iterator, Literal, Mapping, Optional
+
+from ..builtin_extensions import Generation
+from ..grammar import ast
+from .capabilities import Capabilities, probe_capabilities
+from .profile import shared_environment
+from .variables import undeclared_variables
+
+__all__ = ["Analysis", "Capabilities", "analyze", "content_format"]
+
+ContentFormat = Literal["string", "openai"]
+PROBE_TOKENS = {"bos_token": "<s>", "eos_token": "</s>"}
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What `analyze` found in a chat template (see the module's documentation)."""
+    variables: frozenset[str]
+    content_format: ContentFormat
+    has_generation: bool
+    keys: frozenset[str]
+    capabilities: Capabilities
+
+
+def analyze(source: str, special_tokens: Optional[Mapping[str, Any]] = None) -> Analysis:
+    """Analyse the chat template `source` (the transformers profile). The probe renders get
+    `special_tokens` (default `<s>` and `</s>` as BOS and EOS). A template that does not parse
+    raises its `TemplateSyntaxError`."""
+    env = shared_environment()
+    tree = env.parse(source)
+    variables = undeclared_variables(tree, env.globals)
+    keys = keys_read(tree)
+    tokens = dict(PROBE_TOKENS if special_tokens is None else special_tokens)
+    return Analysis(variables=variables, content_format=content_format(tree),
+                    has_generation=any(type(node) is Generation for node in ast.walk(tree)),
+                    keys=keys, capabilities=probe_capabilities(source, tokens, variables, keys))
+
+
+def keys_read(tree: ast.Template) -> frozenset[str]:
+    """The constant names the template reads off values: `x.name`, `x['name']`, `x.get('name')`
+    and `'name' in x`."""
+    found = set()
+    for node in ast.walk(tree):
+        kind = type(node)
+        if kind is ast.GetAttr and isinstance(node.attr, str):
+            found.add(node.attr)
+        elif kind is ast.GetItem and type(node.key) is ast.Const and isinstance(node.key.value, str):
+            found.add(node.key.value)
+        elif (kind is ast.Call and type(node.func) is ast.GetAttr and node.func.attr == "get"
+              and node.arguments.args and type(node.arguments.args[0]) is ast.Const
+              and isinstance(node.arguments.args[0].value, str)):
+            found.add(node.arguments.args[0].value)
+        elif kind is ast.Compare and type(node.first) is ast.Const and isinstance(node.first.value, str):
+            if node.ops[0][0] in ("in", "not in"):
+                found.add(node.first.value)
+    return frozenset(found)
+
+
+# ---------------------------------------------------------------------------- vLLM's content format
+
+def content_format(tree: ast.Template) -> ContentFormat:
+    """'openai' when some loop iterates over `message['content']` (or `.content`, through filters,
+    tests and slices) of a message of `messages`, following `set` aliases; else 'string'. Where
+    vLLM's walk fails (an alias or loop target that is not a plain name) it falls back to its
+    default, 'string', and so does this."""
+    try:
+        return "openai" if next(_content_loops(tree), None) is not None else "string"
+    except _NotAName:
+        return "string"
+
+
+class _NotAName(Exception):
+    """A matching `set` or `for` whose target is not one name (vLLM's failed assertion)."""
+
+
+def _reads(node: Any, name: str, key: Optional[str] = None) -> bool:
+    """`name` (or `name.key`, `name['key']`) possibly under filters, a test, or a slice."""
+    kind = type(node)
+    if kind is ast.Filter:
+        return node.value is not None and _reads(node.value, name, key)
+    if kind is ast.Test:  # `x is not t` is a Not around a Test in Jinja2's AST: not matched
+        return not node.negated and _reads(node.value, name, key)
+    if kind is ast.GetItem and type(node.key) is ast.Slice:
+        return _reads(node.obj, name, key)
+    if key is None:
+        return kind is ast.Name and node.name == name
+    if kind is ast.GetItem:
+        inner, matches = node.obj, type(node.key) is ast.Const and node.key.value == key
+    elif kind is ast.GetAttr:
+        inner, matches = node.obj, node.attr == key
+    else:
+        return False
+    return matches and type(inner) is ast.Name and inner.name == name
+
+
+def _target_name(target: Any) -> str:
+    if type(target) is not ast.NameTarget:
+        raise _NotAName()
+    return target.name
+
+
+def _aliases(tree: ast.Template, name: str) -> list[str]:
+    """`name` and every name a `set` makes of it (or of such an alias), transitively."""
+    found, queue = [name], deque([name])
+    assigns = [node for node in ast.walk(tree) if type(node) is ast.Assign]
+    while queue:
+        current = queue.popleft()
+        for node in assigns:
+            if _reads(node.expr, current):
+                alias = _target_name(node.target)
+                if alias not in found:  # vLLM loops forever on `a = b` with `b = a`; we stop
+                    found.append(alias)
+                    queue.append(alias)
+    return found
+
+
+def _content_loops(tree: ast.Template) -> Iterator[ast.For]:
+    loops = [node for node in ast.walk(tree) if type(node) is ast.For]
+    messages = _aliases(tree, "messages")
+    message_names = [_target_name(loop.target) for loop in loops
+                     if any(_reads(loop.iter, name) for name in messages)]
+    for loop in loops:
+        if any(_reads(loop.iter, name, "content") for name in message_names):
+            _target_name(loop.target)
+            yield loop
