@@ -1,6 +1,7 @@
 """jinjamark: a Jinja engine for LLM chat templates that knows which characters came from input."""
 from .autoescape import select_autoescape
 from .chat import ChatTemplate, chat_environment
+from .chat.analysis import Analysis, analyze
 from .environment import Environment, RenderContext, Template
 from .environment_tools import pass_context, pass_environment, pass_eval_context
 from .errors import (ExtensionError, LimitExceeded, SecurityError, TemplateAssertionError,
@@ -18,6 +19,7 @@ from .values import mark_input
 __version__ = "0.1.0"
 
 __all__ = [
+    "analyze", "Analysis",
     "ChatTemplate", "chat_environment", "Environment", "RenderContext", "Template",
     "pass_context", "pass_environment", "pass_eval_context",
     "ExtensionError", "LimitExceeded", "SecurityError", "TemplateAssertionError", "TemplateError",

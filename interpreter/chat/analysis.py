@@ -23,7 +23,7 @@ from .capabilities import Capabilities, probe_capabilities
 from .profile import shared_environment
 from .variables import undeclared_variables
 
-__all__ = ["Analysis", "Capabilities", "analyze", "content_format"]
+__all__ = ["Analysis", "Capabilities", "analyze", "content_format", "template_variables"]
 
 ContentFormat = Literal["string", "openai"]
 PROBE_TOKENS = {"bos_token": "<s>", "eos_token": "</s>"}
@@ -43,14 +43,23 @@ def analyze(source: str, special_tokens: Optional[Mapping[str, Any]] = None) -> 
     """Analyse the chat template `source` (the transformers profile). The probe renders get
     `special_tokens` (default `<s>` and `</s>` as BOS and EOS). A template that does not parse
     raises its `TemplateSyntaxError`."""
-    env = shared_environment()
-    tree = env.parse(source)
-    variables = undeclared_variables(tree, env.globals)
+    tree = _compiled(source)
+    variables = undeclared_variables(tree, shared_environment().globals)
     keys = keys_read(tree)
     tokens = dict(PROBE_TOKENS if special_tokens is None else special_tokens)
     return Analysis(variables=variables, content_format=content_format(tree),
                     has_generation=any(type(node) is Generation for node in ast.walk(tree)),
                     keys=keys, capabilities=probe_capabilities(source, tokens, variables, keys))
+
+
+def template_variables(source: str) -> frozenset[str]:
+    """Only the `variables` of `analyze(source)` (no probe renders)."""
+    return undeclared_variables(_compiled(source), shared_environment().globals)
+
+
+def _compiled(source: str) -> ast.Template:
+    """The template's AST, after the checks Jinja2's compiler makes (it refuses what they do)."""
+    return shared_environment().from_string(source).tree
 
 
 def keys_read(tree: ast.Template) -> frozenset[str]:
