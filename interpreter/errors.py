@@ -14,5 +14,12 @@ class SecurityError(TemplateRuntimeError):
     """The template tried to reach something the sandbox does not allow."""
 
 
-__all__ = ["TemplateError", "TemplateSyntaxError", "TemplateAssertionError", "TemplateRuntimeError",
+class InputTypeError(TemplateError, TypeError):
+    """A value given as input (to `mark_input`, so to `render_parts` of a chat template) is of a
+    kind that cannot be marked character by character (bytes, an arbitrary object): it is
+    refused rather than passed through unmarked. A ValueError and a TypeError both, so servers
+    answer "bad request"."""
+
+
+__all__ = ["InputTypeError", "TemplateError", "TemplateSyntaxError", "TemplateAssertionError", "TemplateRuntimeError",
            "UndefinedError", "SecurityError", "LimitExceeded", "TemplateTooLarge", "ExtensionError"]

@@ -188,7 +188,7 @@ def run_loop(ev: Evaluator, node: ast.For, scope: Scope, iterable: Any, depth0: 
     if node.condition is not None:
         iterator, length = _filtered(ev, node, scope, iterator), None
     recurse = _recursion(ev, node, scope) if node.recursive else None
-    loop = LoopContext(iterator, length, depth0, ev.undefined, recurse)
+    loop = LoopContext(iterator, length, depth0, ev.undefined, recurse, iterable)
     completed = False  # Jinja2 runs `else` unless some iteration ran its body to the end
     for item in loop:
         ev.budget.iterate(1)

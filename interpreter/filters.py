@@ -10,6 +10,7 @@ import math
 from typing import Any, Callable
 
 from . import filters_html as html
+from . import metering
 from . import filters_sequence as seq
 from . import filters_text as txt
 from .environment_tools import pass_environment
@@ -17,6 +18,7 @@ from .errors import TemplateError
 from .filters_support import FilterArgumentError
 from .hostcalls import keeps_marks
 from .methods import is_unsafe_method, lookup_method
+from .numbers import derived
 from .undefined import Undefined
 
 
@@ -26,9 +28,18 @@ def do_default(value: Any, default_value: Any = "", boolean: bool = False) -> An
     return value
 
 
+def do_length(value: Any) -> int:
+    """`len(value)`; a count of items or characters from input is input (`derived`)."""
+    return derived(len(value), value)
+
+
 def do_int(value: Any, default: int = 0, base: int = 10) -> int:
     """An int, from a number or a string in `base` ('0x1f' with base 16); '42.5' gives 42;
-    `default` when neither works."""
+    `default` when neither works. A number read from input is input."""
+    return derived(_int(value, default, base), value)
+
+
+def _int(value: Any, default: int, base: int) -> int:
     try:
         if isinstance(value, str):
             return int(value, base)
@@ -46,7 +57,7 @@ def do_int(value: Any, default: int = 0, base: int = 10) -> int:
 
 def do_float(value: Any, default: float = 0.0) -> float:
     try:
-        return float(value)
+        return derived(float(value), value)
     except TemplateError:
         raise
     except (TypeError, ValueError):
@@ -57,9 +68,9 @@ def do_round(value: Any, precision: int = 0, method: str = "common") -> float:
     if method not in {"common", "ceil", "floor"}:
         raise FilterArgumentError("method must be common, ceil or floor")
     if method == "common":
-        return round(value, precision)
+        return derived(round(value, precision), value)
     step = getattr(math, method)
-    return step(value * (10 ** precision)) / (10 ** precision)
+    return derived(step(value * (10 ** precision)) / (10 ** precision), value)
 
 
 @pass_environment
@@ -93,7 +104,7 @@ FILTERS: dict[str, Callable] = {
     "batch": seq.do_batch,
     "capitalize": txt.do_capitalize,
     "center": txt.do_center,
-    "count": len,
+    "count": do_length,
     "d": do_default,
     "default": do_default,
     "dictsort": seq.do_dictsort,
@@ -110,7 +121,7 @@ FILTERS: dict[str, Callable] = {
     "items": seq.do_items,
     "join": seq.do_join,
     "last": seq.do_last,
-    "length": len,
+    "length": do_length,
     "list": seq.do_list,
     "lower": txt.do_lower,
     "map": seq.do_map,
@@ -143,6 +154,23 @@ FILTERS: dict[str, Callable] = {
     "wordwrap": txt.do_wordwrap,
     "xmlattr": html.do_xmlattr,
 }
+
+# The work each filter does, per character or item of its arguments, charged before it runs
+# (metering.py); what it builds is charged per character or item of its result. Comparing and
+# hashing filters walk their items (sort, max, unique: in filters_sequence), lazy ones charge
+# per item taken (map, select, batch); `length` and friends do no work worth metering.
+_S, _C, _T, _R, _I = metering.SCAN, metering.COPY, metering.TEXT, metering.REGEX, metering.ITEM
+_COSTS: dict[str, float] = {
+    "capitalize": _T, "center": _C, "e": _T, "escape": _T, "forceescape": _T, "format": _C,
+    "indent": _C, "join": _I, "list": _I, "lower": _C, "replace": _C, "reverse": _I,
+    "safe": _C, "string": _C, "striptags": _R, "sum": _I, "title": _T, "tojson": _T,
+    "trim": _S, "truncate": _C, "upper": _C, "urlencode": _T, "urlize": _R, "wordcount": _R,
+    "wordwrap": _R, "xmlattr": _T, "items": _I, "pprint": _T, "filesizeformat": 0,
+    "first": 0, "last": 0, "random": 0, "dictsort": 0, "groupby": 0, "max": 0, "min": 0,
+    "sort": 0, "unique": 0, "map": 0, "select": 0, "reject": 0, "selectattr": 0,
+    "rejectattr": 0, "batch": 0, "slice": _I,
+}
+FILTERS.update({name: metering.metered(FILTERS[name], cost) for name, cost in _COSTS.items()})
 
 for _fn in FILTERS.values():  # each keeps marks through the operations of `marks`
     keeps_marks(_fn)

@@ -107,6 +107,7 @@ def do_urlize(eval_ctx: Any, value: Any, trim_url_limit: Optional[int] = None, n
               target: Optional[str] = None, rel: Optional[str] = None,
               extra_schemes: Optional[Iterable[str]] = None) -> str:
     policies = eval_ctx.environment.policies
+    given = (rel, target, extra_schemes)  # what the result is tainted by (rel is rebuilt below)
     rel_parts = set((rel or "").split())
     if nofollow:
         rel_parts.add("nofollow")
@@ -125,7 +126,7 @@ def do_urlize(eval_ctx: Any, value: Any, trim_url_limit: Optional[int] = None, n
     for i, word in enumerate(words):
         head, middle, tail = _split_punctuation(word)
         words[i] = head + _link(middle, attrs, trim_url_limit, extra_schemes) + tail
-    result = marks.taint("".join(words), value, rel, target)
+    result = marks.taint("".join(words), value, *given)
     return _wrap(result) if eval_ctx.autoescape else result
 
 

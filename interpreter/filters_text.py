@@ -17,6 +17,7 @@ from .filters_support import FilterArgumentError, text
 from .formatting import percent_format
 from .markup import Markup, escape, is_safe, markup_mod
 from .methods import STR_METHODS
+from .numbers import derived
 
 
 def _unsafe_text(value: Any) -> str:
@@ -125,7 +126,7 @@ _WORD = re.compile(r"\w+")
 
 
 def do_wordcount(s: Any) -> int:
-    return len(_WORD.findall(text(s)))
+    return derived(len(_WORD.findall(text(s))), text(s))
 
 
 @pass_environment
@@ -181,4 +182,6 @@ def do_filesizeformat(value: Any, binary: bool = False) -> str:
 
 def do_pprint(value: Any) -> str:
     check_printable(value)
-    return marks.taint(pprint.pformat(value), value)
+    # pprint wraps long str (not str subclasses): format the plain data, so that the text is
+    # render()'s, then mark all of it when any of it was input (no character map)
+    return marks.taint(pprint.pformat(marks.unmarked(value)), value)

@@ -17,12 +17,13 @@ import string
 from _string import formatter_field_name_split  # type: ignore[import-not-found]
 from typing import Any, Optional
 
-from .limits import check_percent, check_size, check_spec
-from . import marks
+from .limits import check_percent, check_size, check_spec, printed_size
+from . import marks, metering
 from .errors import SecurityError
 from .undefined import Undefined
 
 _SCALARS = (str, int, float, bool, type(None))
+_WIDTHS = re.compile(r"\d+")
 
 
 def _all_plain(*values: Any) -> bool:
@@ -84,6 +85,7 @@ class SandboxedFormatter(string.Formatter):
         super().__init__()
         self.undefined = undefined
         self.escaping = escaping
+        self.built = 0  # characters of the fields formatted so far
 
     def get_field(self, field_name: str, args: Any, kwargs: Any) -> tuple:
         from .values import get_attribute, get_item  # values imports methods, which imports us
@@ -101,6 +103,11 @@ class SandboxedFormatter(string.Formatter):
 
     def format_field(self, value: Any, format_spec: str) -> str:
         check_spec(str(format_spec))
+        # the text grows field by field: refused before a field takes it past the output limit
+        field = printed_size(value) + sum(map(int, _WIDTHS.findall(str(format_spec))))
+        self.built += field
+        check_size(self.built)
+        metering.charge(field * metering.COPY)
         if not self.escaping:
             return super().format_field(value, format_spec)
         from .markup import escape
@@ -119,6 +126,7 @@ class SandboxedFormatter(string.Formatter):
     def rebuild(self, fmt: str, args: Any, kwargs: Any) -> Optional[str]:
         """The formatted text with marks, or None where fields are nested in specs."""
         pieces, auto = [], 0
+        self.built = 0  # the fields are formatted again
         for literal, field, spec, conversion in self.parse(marks.plain(fmt)):
             if literal:
                 pieces.append(literal)
@@ -128,13 +136,13 @@ class SandboxedFormatter(string.Formatter):
                 return None
             if field == "":
                 field, auto = str(auto), auto + 1
-            obj, _ = self.get_field(field, args, kwargs)
-            obj = self.convert_field(obj, conversion)
+            found, _ = self.get_field(field, args, kwargs)
+            obj = self.convert_field(found, conversion)  # !r and !a drop marks: taint by `found`
             text = self.format_field(obj, spec)
             if marks.is_marked(obj) and not spec and conversion is None and text == obj:
                 pieces.append(obj)
             else:
-                pieces.append(marks.taint(text, obj))
+                pieces.append(marks.taint(text, found))
         return marks.concat(pieces)
 
 
@@ -142,6 +150,7 @@ def format_string(fmt: str, args: Any, kwargs: Any, escaping: bool = False,
                   undefined: type = Undefined) -> str:
     """`fmt.format(*args, **kwargs)` (or `format_map(kwargs)`), sandboxed, with marks."""
     formatter = SandboxedFormatter(undefined, escaping)
+    metering.charge(len(fmt) * metering.CALL / 4)  # parsed in Python steps, a field per 4 chars
     text = formatter.vformat(marks.plain(fmt), args, kwargs)
     check_size(len(text))
     values = list(args) + list(kwargs.values()) if isinstance(kwargs, dict) else None

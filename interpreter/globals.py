@@ -7,9 +7,10 @@ from typing import Any
 from . import limits
 from .errors import LimitExceeded
 from .markup import Markup, escape_text
+from .numbers import InputRange, is_input_number
 from .runtime import Cycler, Function, Joiner, Namespace
 
-def safe_range(*args: int) -> range:
+def safe_range(*args: int) -> Any:
     """`range(...)`, refused beyond `Limits.max_range` items (100,000 by default, as Jinja2's
     sandbox refuses it)."""
     numbers = range(*args)
@@ -17,6 +18,8 @@ def safe_range(*args: int) -> range:
     if len(numbers) > most:
         raise LimitExceeded("Range too big. The sandbox blocks ranges larger than"
                             f" MAX_RANGE ({most}).")
+    if any(is_input_number(arg) for arg in args):  # numbers counted from input are input
+        return InputRange(numbers)
     return numbers
 
 

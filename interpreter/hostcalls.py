@@ -11,13 +11,15 @@ special token.
 """
 from __future__ import annotations
 
+from collections import abc
 from types import BuiltinFunctionType
 from typing import Any, Callable, TypeVar
 
 from . import marks
 from .errors import LimitExceeded
-from .markup import safe_marked
-from .numbers import as_input
+from .markup import Markup, safe_marked
+from .numbers import InputBytes, as_input
+from .runtime import Namespace
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -39,18 +41,22 @@ _BUILTINS_KEEPING: set = set()
 
 
 def host_result(fn: Callable, result: Any, args: Any, kwargs: Any) -> Any:
-    """`result` of the host function `fn` called with `args` and `kwargs`, fail safe."""
+    """`result` of the host function `fn` called with `args` and `kwargs`, fail safe: input
+    when any argument may hold input (`marks.has_input` counts lazy and opaque values as
+    input: a `map` result, a dict view, a macro, a namespace holding input)."""
     if getattr(fn, _ATTRIBUTE, False) or (type(fn) is BuiltinFunctionType and fn in _BUILTINS_KEEPING):
         return result  # first: every builtin filter leaves here
-    if not isinstance(result, (str, list, tuple, dict)) and type(result) not in (int, float):
-        return result  # bools, None and objects print as themselves, never as text from input
+    if result is None or type(result) is bool:
+        return result  # bools and None print as themselves, never as text from input
     if marks.has_input(args) or (kwargs and marks.has_input(kwargs)):
         return all_input(result)
     return result
 
 
 def all_input(value: Any, depth: int = 0) -> Any:
-    """`value` with every string (keys too) and number in it input, whatever marks it had."""
+    """`value` with every string (keys too), number and byte in it input, whatever marks it
+    had: containers copied, an iterator's items marked as they come, objects that print what
+    they hold (a namespace, safe HTML of an object's own) rebuilt from what they hold."""
     if isinstance(value, str):
         if not value:
             return value
@@ -58,11 +64,46 @@ def all_input(value: Any, depth: int = 0) -> Any:
         if hasattr(value, "__html__"):  # safe text stays safe (as a safe marked string)
             return safe_marked(whole)
         return whole
-    if isinstance(value, (list, tuple, dict)):
-        if depth >= MAX_DEPTH:
-            raise LimitExceeded(f"a value nests deeper than {MAX_DEPTH} levels (or contains itself)")
-        if isinstance(value, dict):
-            return {all_input(k, depth + 1): all_input(v, depth + 1) for k, v in value.items()}
-        items = [all_input(v, depth + 1) for v in value]
-        return items if isinstance(value, list) else tuple(items)
-    return as_input(value)
+    if depth >= MAX_DEPTH:
+        raise LimitExceeded(f"a value nests deeper than {MAX_DEPTH} levels (or contains itself)")
+    if isinstance(value, (list, tuple, dict, set, frozenset)) or type(value) in _VIEWS:
+        return _all_input_container(value, depth + 1)
+    if isinstance(value, (int, float)) and type(value) is not bool:
+        return _input_number(value)
+    if isinstance(value, (bytes, bytearray)):
+        return InputBytes(value)
+    if isinstance(value, Namespace):
+        return Namespace(all_input(value.attrs, depth + 1))
+    if isinstance(value, abc.Iterator):  # a generator: lazy as it was, each item input
+        return (all_input(item, depth + 1) for item in value)
+    if hasattr(value, "__html__") and not hasattr(type(value), "jinja_attribute"):
+        return all_input(Markup(value.__html__()), depth)  # printed by its __html__ when escaping
+    return value  # an object prints as its kind only (values.safe_repr)
+
+
+def _all_input_container(value: Any, depth: int) -> Any:
+    if isinstance(value, dict):
+        return {all_input(k, depth): all_input(v, depth) for k, v in value.items()}
+    view = _VIEWS.get(type(value))
+    if view == "keys":
+        return dict.fromkeys(all_input(list(value), depth)).keys()
+    if view == "values":
+        return dict(enumerate(all_input(list(value), depth))).values()
+    if view == "items":
+        return dict(all_input(list(value), depth)).items()
+    items = [all_input(v, depth) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return frozenset(items) if isinstance(value, frozenset) else set(items)
+    return items if isinstance(value, list) else tuple(items)
+
+
+def _input_number(value: Any) -> Any:
+    """An int or float (or a subclass's, as the number it stands for) from input; a subclass
+    that prints otherwise than its number is its text, input."""
+    if type(value) is int or type(value) is float:
+        return as_input(value)
+    number = as_input(int(value) if isinstance(value, int) else float(value))
+    return number if str(number) == str(value) else marks.mark(str(value))
+
+
+_VIEWS = {type({}.keys()): "keys", type({}.values()): "values", type({}.items()): "items"}

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from .limits import check_size
+from .numbers import InputBytes, InputFloat, InputInt, as_input
+from .undefined import Undefined
 
 Spans = tuple  # tuple[tuple[int, int], ...]
 
@@ -147,7 +149,7 @@ class Marked(str):
         return taint(str.translate(self, table), self)
 
     def encode(self, *args, **kwargs):
-        return str.encode(self, *args, **kwargs)
+        return InputBytes(str.encode(self, *args, **kwargs))  # no byte map: all input
 
 
 def _input(text: str) -> str:
@@ -497,13 +499,17 @@ def _pad(s: str, padded: str) -> str:
 # ---------------------------------------------------------------------------- fail safe
 
 def has_input(value: Any, _depth: int = 0) -> bool:
-    """Whether any string (or number) inside `value` (lists, tuples, dicts, keys) came from
-    input. Past 200 levels of nesting the answer is yes (fail safe)."""
+    """Whether anything inside `value` came from input: a marked string, a number or bytes from
+    input, in lists, tuples, dicts (keys too), sets and dict views, or in a runtime object that
+    says what it holds (`jinja_holds_input`). Fail safe: an opaque value (an iterator, a macro,
+    an object of the host's) may hold input, and so does anything nested past 200 levels."""
     t = type(value)
     if t is str or t is int or t is bool or value is None:
         return False
-    if isinstance(value, Marked):
+    if isinstance(value, Marked) or t in _INPUT_VALUES:
         return True
+    if t in _PLAIN_LEAVES:
+        return False
     if _depth > 200:
         return True
     if isinstance(value, dict):
@@ -511,12 +517,22 @@ def has_input(value: Any, _depth: int = 0) -> bool:
             if has_input(k, _depth + 1) or has_input(v, _depth + 1):
                 return True
         return False
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, set, frozenset)) or t in _VIEWS:
         for v in value:
             if has_input(v, _depth + 1):
                 return True
         return False
-    return t.__name__ in ("InputInt", "InputFloat")
+    if isinstance(value, (str, Undefined)):  # Markup and other str subclasses: template text
+        return False
+    holds = getattr(t, "jinja_holds_input", None)
+    if holds is not None:
+        return holds(value, lambda inner: has_input(inner, _depth + 1))
+    return True
+
+
+_INPUT_VALUES = frozenset({InputInt, InputFloat, InputBytes})
+_PLAIN_LEAVES = frozenset({float, bytes, complex, range, slice, type(Ellipsis)})
+_VIEWS = frozenset({type({}.keys()), type({}.values()), type({}.items())})
 
 
 def taint(result: Any, *sources: Any) -> Any:
@@ -527,12 +543,34 @@ def taint(result: Any, *sources: Any) -> Any:
 
 
 def mark_all(value: Any) -> Any:
+    """`value` (a string, a number, or a list or tuple of them) all input."""
     if isinstance(value, str):
         return mark(value) if value else value
+    if type(value) is int or type(value) is float:
+        return as_input(value)
     if isinstance(value, list):
         return [mark_all(v) for v in value]
     if isinstance(value, tuple):
         return tuple(mark_all(v) for v in value)
+    if type(value) is dict:  # a translate table
+        return {mark_all(k): mark_all(v) for k, v in value.items()}
+    return value
+
+
+def unmarked(value: Any, _depth: int = 0) -> Any:
+    """`value` as plain data (exact str, int and float, in containers of the same kinds), for
+    code such as `pprint` that treats str subclasses otherwise than str."""
+    t = type(value)
+    if isinstance(value, Marked):
+        return str.__str__(value)
+    if t in _INPUT_VALUES:
+        return t.__mro__[1](value)
+    if _depth > 200:
+        return value
+    if t is list or t is tuple or t is set or t is frozenset:
+        return t(unmarked(v, _depth + 1) for v in value)
+    if t is dict:
+        return {unmarked(k, _depth + 1): unmarked(v, _depth + 1) for k, v in value.items()}
     return value
 
 

@@ -15,7 +15,7 @@ from collections import abc, deque
 from typing import Any, Callable, Optional
 
 from .limits import check_width
-from . import marks
+from . import marks, metering
 from .formatting import format_string
 from .markup import Markup, SafeMixed, _wrap
 
@@ -89,7 +89,8 @@ def _str_translate(receiver: str, table: Any, /) -> str:
 
 
 def _str_maketrans(receiver: str, *args: Any) -> dict:
-    return str.maketrans(*args)
+    """A table built from input is input: its code points and replacements (fail safe)."""
+    return marks.taint(str.maketrans(*args), args)
 
 
 def _width_checked(name: str) -> Callable:
@@ -144,8 +145,20 @@ def _strict(name: str, method: Callable) -> Callable:
     return call
 
 
+def _derived(method: Callable) -> Callable:
+    """A method whose result is computed from its receiver and arguments without a character
+    map (a count, a position, `float.hex`): input when any of them holds input (fail safe)."""
+    def call(receiver: Any, *args: Any, **kwargs: Any) -> Any:
+        return marks.taint(method(receiver, *args, **kwargs), receiver, args, kwargs)
+    call.__name__ = method.__name__
+    return call
+
+
+_COUNTING = frozenset({"count", "find", "rfind", "index", "rindex"})
+
 STR_METHODS: dict[str, Callable] = {
-    name: _strict(name, _STR_SPECIAL[name]) if name in _STR_SPECIAL else _same_method(name)
+    name: _strict(name, _STR_SPECIAL[name]) if name in _STR_SPECIAL
+    else _derived(_same_method(name)) if name in _COUNTING else _same_method(name)
     for name in dir(str) if not name.startswith("_")
 }
 MARKUP_METHODS: dict[str, Callable] = {
@@ -168,13 +181,41 @@ def _methods(*names: str, **special: Callable) -> dict[str, Callable]:
     return table
 
 
-LIST_METHODS = _methods("index", "count", copy=_copy)
-TUPLE_METHODS = _methods("index", "count")
+LIST_METHODS = _methods(copy=_copy, index=_derived(_same_method("index")),
+                        count=_derived(_same_method("count")))
+TUPLE_METHODS = _methods(index=_derived(_same_method("index")), count=_derived(_same_method("count")))
 DICT_METHODS = _methods("items", "keys", "values", "get", copy=_copy, fromkeys=_fromkeys)
 SET_METHODS = _methods("difference", "intersection", "isdisjoint", "issubset", "issuperset",
                        "symmetric_difference", "union", copy=_copy)
-INT_METHODS = _methods("bit_length", "bit_count", "conjugate", "as_integer_ratio")
-FLOAT_METHODS = _methods("is_integer", "hex", "conjugate", "as_integer_ratio")
+INT_METHODS = {name: _derived(_same_method(name))
+               for name in ("bit_length", "bit_count", "conjugate", "as_integer_ratio")}
+FLOAT_METHODS = {name: _derived(_same_method(name))
+                 for name in ("is_integer", "hex", "conjugate", "as_integer_ratio")}
+
+
+def _meter_table(table: dict[str, Callable], default: float, costs: dict[str, float],
+                 walks: dict[str, int]) -> None:
+    """Each method charging its work before it runs (metering.py): `costs` per character or item
+    of receiver and arguments, and what comparing or hashing the arguments from `walks` walks."""
+    for name, fn in table.items():
+        table[name] = metering.metered(fn, costs.get(name, default), walks.get(name))
+
+
+_SCANNING = ("count", "find", "rfind", "index", "rindex", "startswith", "endswith", "strip",
+             "lstrip", "rstrip", "partition", "rpartition", "isalnum", "isalpha", "isascii",
+             "isdecimal", "isdigit", "isidentifier", "islower", "isnumeric", "isprintable",
+             "isspace", "istitle", "isupper", "removeprefix", "removesuffix")
+_STR_COSTS = {**dict.fromkeys(_SCANNING, metering.SCAN), "format": 0, "format_map": 0,
+              **dict.fromkeys(("split", "rsplit", "splitlines"), metering.SPLIT),
+              **dict.fromkeys(("title", "capitalize", "swapcase", "casefold", "expandtabs",
+                               "translate"), metering.TEXT), "join": metering.ITEM}
+for _table_of_str in (STR_METHODS, MARKUP_METHODS):
+    _meter_table(_table_of_str, metering.COPY, _STR_COSTS, {})
+_meter_table(LIST_METHODS, metering.ITEM, {}, {"index": 0, "count": 0})
+_meter_table(TUPLE_METHODS, metering.ITEM, {}, {"index": 0, "count": 0})
+_meter_table(DICT_METHODS, 0, {"copy": metering.ITEM, "fromkeys": metering.ITEM},
+             {"get": 1, "fromkeys": 1})
+_meter_table(SET_METHODS, metering.ITEM, {}, dict.fromkeys(SET_METHODS, 1))
 
 # What would change a builtin container: Jinja2's list, plus `intersection_update`, which
 # Jinja2's list lacks and which changes a set all the same.

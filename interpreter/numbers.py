@@ -1,8 +1,11 @@
-"""Numbers that came from input. They behave exactly as int and float (they are subclasses),
-print as input, and arithmetic with them gives numbers that are input too (fail safe)."""
+"""Numbers (and bytes) that came from input. They behave exactly as int, float and bytes (they
+are subclasses), print as input, and arithmetic with them gives numbers that are input too (fail
+safe). A number computed from input (a length, a count, a position, `int(text)`) is one too."""
 from __future__ import annotations
 
 from typing import Any
+
+from .undefined import Undefined
 
 
 def _carry(op: str, base: type):
@@ -40,6 +43,54 @@ class InputFloat(float):
     __str__ = __repr__
 
 
+class InputBytes(bytes):
+    """Bytes from input (`text.encode()`): what is cut from them, or read from them as numbers,
+    is input too."""
+    jinja_type_name = "bytes"
+
+    def __getitem__(self, key: Any) -> Any:
+        item = bytes.__getitem__(self, key)
+        return InputInt(item) if type(item) is int else InputBytes(item)
+
+    def __iter__(self):
+        return map(InputInt, bytes.__iter__(self))
+
+    def __repr__(self) -> str:
+        return bytes.__repr__(self)
+
+
+class InputRange:
+    """`range()` of bounds from input: a range whose numbers are input. Prints as the range."""
+    jinja_type_name = "range"
+
+    def __init__(self, numbers: range) -> None:
+        self.numbers = numbers
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    def __iter__(self):
+        return map(InputInt, self.numbers)
+
+    def __reversed__(self):
+        return map(InputInt, reversed(self.numbers))
+
+    def __getitem__(self, key: Any) -> Any:
+        item = self.numbers[key]
+        return InputRange(item) if isinstance(item, range) else InputInt(item)
+
+    def __contains__(self, item: Any) -> bool:
+        return item in self.numbers
+
+    def __eq__(self, other: Any) -> bool:
+        return self.numbers == (other.numbers if isinstance(other, InputRange) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self.numbers)
+
+
 for _op in _OPERATORS:
     setattr(InputInt, _op, _carry(_op, int))
     setattr(InputFloat, _op, _carry(_op, float))
@@ -53,6 +104,36 @@ def as_input(value: Any) -> Any:
     if t is float:
         return InputFloat(value)
     return value
+
+
+def derived(number: Any, *sources: Any) -> Any:
+    """`number`, computed from `sources`, as input when any of them holds input (fail safe).
+    Only what a source shows on its face is looked at (a marked string, a number from input, or
+    any item of a container that is not plain template data), so that `messages | length` costs
+    no walk over the conversation."""
+    if type(number) is not int and type(number) is not float:
+        return number
+    for source in sources:
+        if _may_hold_input(source):
+            return as_input(number)
+    return number
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
+def _may_hold_input(value: Any) -> bool:
+    t = type(value)
+    if t in _PLAIN:
+        return False
+    if isinstance(value, (list, tuple)):
+        return not all(map(_PLAIN.__contains__, map(type, value)))
+    if isinstance(value, dict):
+        return not (all(map(_PLAIN.__contains__, map(type, value)))
+                    and all(map(_PLAIN.__contains__, map(type, value.values()))))
+    if isinstance(value, str):
+        return hasattr(value, "spans")  # a marked string; Markup is template text
+    return not isinstance(value, (range, Undefined))  # an opaque value may hold input
 
 
 def is_input_number(value: Any) -> bool:

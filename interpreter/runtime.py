@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator, Optional
 
 from .errors import TemplateRuntimeError
+from .numbers import derived
 from .undefined import Undefined
 
 
@@ -23,7 +24,10 @@ class Namespace:
     def jinja_attribute(self, name: str) -> Any:
         return self.attrs[name]
 
-    def __repr__(self) -> str:
+    def jinja_holds_input(self, check: Callable[[Any], bool]) -> bool:
+        return check(self.attrs)
+
+    def __repr__(self) -> str:  # what templates print is values.repr_value's, with marks
         return f"<Namespace {self.attrs!r}>"
 
 
@@ -36,7 +40,8 @@ class LoopContext:
                                   "changed"})
 
     def __init__(self, iterator: Iterator, length: Optional[int], depth0: int, undefined: type,
-                 recurse: Optional[Callable[[Any, int], str]] = None) -> None:
+                 recurse: Optional[Callable[[Any, int], str]] = None, source: Any = None) -> None:
+        # `source`: what the loop walks, looked at only when a template asks for the length
         # Lazy, as Jinja2's: an item is produced only when the loop reaches it, or when
         # `last`/`nextitem` peek one ahead, or when `length`/`revindex` need them all.
         self._iterator = iterator
@@ -49,6 +54,7 @@ class LoopContext:
         self.undefined = undefined
         self.recurse = recurse
         self._last_changed: Any = _NOTHING
+        self._source = source  # what the loop walks: its length is input when it holds input
 
     def __iter__(self) -> "LoopContext":
         return self
@@ -69,10 +75,15 @@ class LoopContext:
 
     @property
     def length(self) -> int:
+        rest: list = []
         if self._length is None:
             rest = list(self._iterator)
             self._iterator = iter(rest)
             self._length = len(rest) + self.index0 + 1 + (self._after is not _NOTHING)
+        if self._source is not _NOTHING:  # once: a count of items from input is input
+            seen = [item for item in (self._current, self._after) if item is not _NOTHING]
+            self._length = derived(self._length, self._source, seen, rest)
+            self._source = _NOTHING
         return self._length
 
     @property
@@ -127,6 +138,9 @@ class LoopContext:
         if name in self.jinja_attributes:
             return _exposed(self, name)
         raise KeyError(name)
+
+    def jinja_holds_input(self, check: Callable[[Any], bool]) -> bool:
+        return True  # its items (previtem, nextitem), its length: fail safe
 
     def __call__(self, iterable: Any) -> str:
         if self.recurse is None:
@@ -192,6 +206,9 @@ class Cycler:
     def reset(self) -> None:
         self.pos = 0
 
+    def jinja_holds_input(self, check: Callable[[Any], bool]) -> bool:
+        return check(self.items)
+
     def jinja_attribute(self, name: str) -> Any:
         if name in self.jinja_attributes:
             return _exposed(self, name)
@@ -219,6 +236,9 @@ class Joiner:
 
     def jinja_attribute(self, name: str) -> Any:
         raise KeyError(name)
+
+    def jinja_holds_input(self, check: Callable[[Any], bool]) -> bool:
+        return check(self.sep)
 
     def __repr__(self) -> str:
         return "<Joiner>"
@@ -302,6 +322,9 @@ class Function:
     def jinja_attribute(self, name: str) -> Any:
         raise KeyError(name)
 
+    def jinja_holds_input(self, check: Callable[[Any], bool]) -> bool:
+        return False  # a builtin global (range, dict, namespace): it returns what it is given
+
     def __repr__(self) -> str:
         return f"<builtin {self.name}>"
 
@@ -329,6 +352,9 @@ class Method:
 
     def jinja_attribute(self, name: str) -> Any:
         raise KeyError(name)
+
+    def jinja_holds_input(self, check: Callable[[Any], bool]) -> bool:
+        return check(self.receiver)
 
     def __repr__(self) -> str:
         return f"<built-in method {self.name} of {type(self.receiver).__name__} object>"

@@ -13,7 +13,8 @@ from . import marks
 from .markup import SafeMixed
 from .marks import Input, Marked, Mixed, concat
 from .methods import DICT_METHODS, MUTATING_METHODS, STR_METHODS, lookup_method, is_unsafe_method
-from .numbers import InputFloat, InputInt, as_input
+from .inputs import mark_other
+from .numbers import InputBytes, InputFloat, InputInt, InputRange, as_input
 from .errors import LimitExceeded
 from .limits import check_printable
 from .runtime import (BlockReference, Cycler, Function, Joiner, LoopContext, Macro, Method, Namespace,
@@ -30,11 +31,11 @@ def to_string(value: Any) -> str:
         return value
     if value is None or t is bool or t is int or t is float:
         return str(value)
-    if t is InputInt or t is InputFloat:  # a number from input prints as input
+    if t is InputInt or t is InputFloat or t is InputBytes:  # from input: prints as input
         return marks.mark(str(value))
     if isinstance(value, Undefined):
         return str(value)
-    if isinstance(value, (list, tuple, dict)) or t in _VIEWS:
+    if isinstance(value, (list, tuple, dict, set, frozenset)) or t in _VIEWS or t in _SHOWING:
         check_printable(value)
         return repr_value(value)
     if isinstance(value, str):
@@ -63,9 +64,10 @@ _PLAIN_DATA = (range, set, frozenset, bytes, bytearray, slice)  # their repr sho
 
 
 def repr_value(value: Any, _depth: int = 0) -> str:
-    """Python's repr(), keeping the marks of strings inside containers."""
+    """Python's repr(), keeping the marks of strings inside containers (and sets, and the
+    runtime objects whose repr shows what they hold)."""
     t = type(value)
-    if t is InputInt or t is InputFloat:
+    if t is InputInt or t is InputFloat or t is InputBytes:
         return marks.mark(repr(value))
     if t is Input or t is Mixed or t is SafeMixed:
         text = repr(value)
@@ -101,7 +103,28 @@ def repr_value(value: Any, _depth: int = 0) -> str:
         return repr(value)
     if isinstance(value, str):
         return repr(value)  # Markup and other str subclasses
-    return safe_repr(value) if not isinstance(value, (set, frozenset)) else repr(value)
+    if isinstance(value, (set, frozenset)):
+        return _set_repr(value, _depth)
+    if t in _SHOWING:
+        return _SHOWING[t](value, _depth)
+    return safe_repr(value)
+
+
+def _set_repr(value: Any, depth: int) -> str:
+    kind = "" if type(value) is set else f"{type(value).__name__}("
+    if not value:
+        return f"{kind or 'set('})"
+    inner = concat(["{", _join_reprs(value, depth), "}"])
+    return concat([kind, inner, ")"]) if kind else inner
+
+
+# The runtime objects whose repr shows what they hold (which may be input), as Jinja2's do.
+_SHOWING: dict = {
+    Namespace: lambda ns, depth: concat(["<Namespace ", repr_value(ns.attrs, depth + 1), ">"]),
+    LoopContext: lambda loop, depth: concat(["<LoopContext ", repr_value(loop.index, depth + 1),
+                                             "/", repr_value(loop.length, depth + 1), ">"]),
+    InputRange: lambda numbers, depth: marks.mark(repr(numbers)),
+}
 
 
 def _join_reprs(items: Any, depth: int) -> str:
@@ -265,8 +288,10 @@ def _mark_dict(data: dict, d: int) -> dict:
 def mark_input(data: Any, _depth: int = 0) -> Any:
     """JSON-like data with every string (keys too) and number marked as input; containers are
     copied, the caller's data is left as it was. Data nested deeper than MAX_INPUT_DEPTH (or
-    containing itself) is refused with LimitExceeded. Subclasses of str, dict, list and tuple
-    are marked as what they subclass (a lost mark would be an injection)."""
+    containing itself) is refused with LimitExceeded. Other shapes (subclasses, mappings, sets,
+    dict views, iterators, dataclasses, numbers of other types) are materialised as the plain
+    data they stand for, or refused with InputTypeError (bytes, arbitrary objects): see
+    `inputs.mark_other`. A lost mark would be an injection."""
     # Runs over every value of every render_parts: the common cases come first, the common
     # leaves (a non-empty str, None) are handled inline, and a list's dicts (messages, tool
     # calls, tools) are copied in the list's own loop: one call per list, not per message.
@@ -298,12 +323,12 @@ def mark_input(data: Any, _depth: int = 0) -> Any:
         if _depth >= MAX_INPUT_DEPTH:
             raise _too_deep()
         return tuple([mark_input(v, _depth + 1) for v in data])
+    if t is int or t is float:
+        return as_input(data)
     if isinstance(data, Marked):
         return data
-    if isinstance(data, str):
-        return mark_input(str.__str__(data), _depth)
-    if isinstance(data, dict):
-        return mark_input(dict(data), _depth)
-    if isinstance(data, (list, tuple)):
-        return mark_input(list(data) if isinstance(data, list) else tuple(data), _depth)
-    return as_input(data)
+    if _depth >= MAX_INPUT_DEPTH:
+        raise _too_deep()
+    # anything else is materialised as what templates see (a generator as a list, a mapping as a
+    # dict), its items marked, or refused with an InputTypeError: nothing passes through unknown
+    return mark_other(data, _depth, mark_input)
