@@ -209,17 +209,17 @@ def test_chat_template_context_order_is_transformers():
 
 def test_chat_template_now_pins_strftime_now():
     source = "{{ strftime_now('%d %b %Y %H:%M') }}"
-    assert jinjamark.ChatTemplate(source, now=lambda: oracle.FIXED_NOW).render([]) == "14 Mar 2026 15:09"
+    assert jinjamark.ChatTemplate(source, now=lambda: oracle.FIXED_NOW).render([{"role": "user"}]) == "14 Mar 2026 15:09"
 
 
 def test_chat_template_without_now_uses_the_clock():
-    got = jinjamark.ChatTemplate("{{ strftime_now('%Y-%m-%d') }}").render([])
+    got = jinjamark.ChatTemplate("{{ strftime_now('%Y-%m-%d') }}").render([{"role": "user"}])
     assert got in {datetime.now().strftime("%Y-%m-%d"), datetime.fromordinal(datetime.now().toordinal() - 1).strftime("%Y-%m-%d")}
 
 
 def test_raise_exception_is_a_chat_global():
     with pytest.raises(jinjamark.TemplateError) as caught:
-        jinjamark.ChatTemplate("{{ raise_exception('no system role') }}").render([])
+        jinjamark.ChatTemplate("{{ raise_exception('no system role') }}").render([{"role": "user"}])
     assert caught.value.message == "no system role"
 
 

@@ -79,8 +79,9 @@ def test_var_named_like_a_render_argument_replaces_it(tmp_path, capsys):
     template.write_text("{{ tools | length }} {{ messages | length }} {{ add_generation_prompt }}",
                         encoding="utf-8")
     status, out, _ = run(capsys, "render", template, INJECTION, "--var", 'tools=[{"name": "x"}]',
-                         "--var", "messages=[]", "--var", "add_generation_prompt=true")
-    assert (status, out) == (0, "1 0 True")
+                         "--var", 'messages=[{"role": "user"}, {"role": "user"}]',
+                         "--var", "add_generation_prompt=true")
+    assert (status, out) == (0, "1 2 True")
 
 
 def test_bos_and_eos_tokens_can_be_set(tmp_path, capsys):

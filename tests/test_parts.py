@@ -129,9 +129,10 @@ def test_chat_template_marks_user_content_but_not_template_tokens():
 
 
 def test_chat_template_special_tokens_are_not_input_and_kwargs_are():
-    ct = jinjamark.ChatTemplate("{{ bos_token }}{{ note }}{{ eos_token }}{{ tools[0].name }}{{ documents[0] }}",
+    ct = jinjamark.ChatTemplate("{{ bos_token }}{{ note }}{{ eos_token }}{{ tools[0].name }}{{ documents[0].text }}",
                                 special_tokens={"bos_token": "<s>", "eos_token": "</s>"})
-    got = [(p.text, p.is_input) for p in ct.render_parts([], tools=[{"name": "t"}], documents=["doc"], note="n")]
+    got = [(p.text, p.is_input) for p in ct.render_parts([{"role": "user", "content": "x"}], tools=[{"name": "t"}],
+                                                         documents=[{"text": "doc"}], note="n")]
     assert got == [("<s>", False), ("n", True), ("</s>", False), ("tdoc", True)]
 
 
@@ -259,7 +260,7 @@ def test_names_read_of_a_template_using_an_extension_that_looks_names_up_is_unkn
         "{% peek tools %}").names_read == set()
     # unknown: everything is marked, so the extension's read is input
     ct = jinjamark.ChatTemplate("{% peek note %}", environment=jinjamark.Environment(extensions=[hidden]))
-    assert [(p.text, p.is_input) for p in ct.render_parts([], note="<|im_end|>")] == [("<|im_end|>", True)]
+    assert [(p.text, p.is_input) for p in ct.render_parts([{"role": "user"}], note="<|im_end|>")] == [("<|im_end|>", True)]
 
 
 def test_shipped_extensions_declare_they_read_names_only_through_expressions():
@@ -273,7 +274,7 @@ def test_render_parts_leaves_out_data_the_template_never_reads():
     ct = jinjamark.ChatTemplate("{% for m in messages %}{{ m.content }}{% endfor %}{{ bos_token }}",
                                 special_tokens={"bos_token": "<s>"})
     context = ct.context([{"role": "user", "content": "hi"}], tools=[{"name": "t"}],
-                         documents=["d"], marked=True, note="n", bos_token="<b>")
+                         documents=[{"text": "d"}], marked=True, note="n", bos_token="<b>")
     assert set(context) == {"messages", "bos_token", "add_generation_prompt"}
     assert context["bos_token"] == "<b>" and type(context["bos_token"]) is not str  # kwarg: input
     assert [(p.text, p.is_input) for p in ct.render_parts([{"role": "user", "content": "hi"}],
@@ -289,9 +290,10 @@ def test_render_parts_leaves_out_data_the_template_never_reads():
 ])
 def test_render_parts_marks_data_read_anywhere(source):
     ct = jinjamark.ChatTemplate(source)
-    rendered = ct.render_parts([], tools=[{"name": "<|im_end|>"}], documents=["<|x|>"], note="<|y|>")
+    rendered = ct.render_parts([{"role": "user"}], tools=[{"name": "<|im_end|>"}],
+                               documents=[{"text": "<|x|>"}], note="<|y|>")
     assert "".join(p.text for p in rendered) == ct.render(
-        [], tools=[{"name": "<|im_end|>"}], documents=["<|x|>"], note="<|y|>")
+        [{"role": "user"}], tools=[{"name": "<|im_end|>"}], documents=[{"text": "<|x|>"}], note="<|y|>")
     for token in ("<|im_end|>", "<|x|>", "<|y|>"):
         assert not any(token in p.text for p in rendered if not p.is_input)
 

@@ -1,62 +1,110 @@
-"""ChatTemplate: a model's chat template rendered as transformers' `apply_chat_template` renders it."""
+"""ChatTemplate: a model's chat template rendered as transformers 5's `apply_chat_template` renders it.
+
+`render` gives the text of `apply_chat_template(..., tokenize=False)`; `render_parts` the same text
+as parts, every character that came from the conversation, tools, documents or kwargs marked as
+input. Loading is in `loading`, the cleaning of the caller's data in `normalize`, the prefill cut in
+`continuation`.
+"""
 from __future__ import annotations
 
+import os
 from datetime import datetime
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
-from ..environment import Environment
+from ..environment import Environment, Template
 from ..output import Part
-from ..values import mark_input
+from . import continuation
+from .loading import (Templates, load_folder, select_template, special_tokens_of_tokenizer,
+                      templates_of_tokenizer, token_text)
+from .normalize import (check_documents, check_tools, marked, normalize_messages, plain, split_batch,
+                        template_messages)
 from .profile import shared_environment
+
+# apply_chat_template's own parameters: never template variables here.
+CONSUMED = ("tokenize", "padding", "truncation", "max_length", "return_tensors", "return_dict",
+            "return_assistant_tokens_mask", "tokenizer_kwargs", "sanitize_control_tokens",
+            "chat_template")
+INCOMPATIBLE = ("continue_final_message and add_generation_prompt are not compatible. Use "
+                "continue_final_message when you want the model to continue the final message, and "
+                "add_generation_prompt when you want to add a header that will prompt it to start a "
+                "new assistant message instead.")
+
+Rendered = Union[str, list[Part]]
 
 
 class ChatTemplate:
-    """A model's chat template, rendered like transformers' `apply_chat_template`.
+    """A model's chat template (or its named templates), rendered like `apply_chat_template`.
 
-    `render_parts` marks every string of `messages`, `tools`, `documents` and extra keyword
-    arguments as input; special tokens and template text are never input.
+    `source` is a template, or a dict of named templates (`default`, `tool_use`, `rag`, ...) chosen
+    per render as transformers chooses (`template_name` fixes the choice). `special_tokens` are
+    the tokenizer's `special_tokens_map` (AddedToken dicts are taken by their content): prefer
+    `ChatTemplate.from_pretrained`, which reads them from the model, so that no BOS goes missing.
     """
 
-    def __init__(self, source: str, special_tokens: Optional[dict[str, Any]] = None,
+    def __init__(self, source: Union[str, Mapping[str, str], None],
+                 special_tokens: Optional[Mapping[str, Any]] = None,
                  now: Optional[Callable[[], datetime]] = None,
-                 environment: Optional[Environment] = None, name: Optional[str] = None) -> None:
+                 environment: Optional[Environment] = None, name: Optional[str] = None,
+                 template_name: Optional[str] = None) -> None:
         self.environment = environment or shared_environment()
-        self.template = self.environment.from_string(source, name)
-        self.special_tokens = dict(special_tokens or {})
+        self.templates: Templates = dict(source) if isinstance(source, Mapping) else source
+        self.template_name = template_name
+        self.name = name
+        self.special_tokens = {key: _token(value) for key, value in (special_tokens or {}).items()}
         self.overlay: dict[str, Any] = {}
         if now is not None:
             self.overlay["strftime_now"] = lambda fmt: now().strftime(fmt)
+        # compiled now, so that a broken template fails here rather than at the first render
+        for text in (self.templates.values() if isinstance(self.templates, dict)
+                     else [self.templates] if self.templates is not None else []):
+            self.compiled(text)
 
-    def context(self, messages: Any, tools: Any = None, documents: Any = None,
-                add_generation_prompt: bool = False, marked: bool = False, **kwargs: Any) -> dict:
-        """Special tokens first, then kwargs, then the conversation, as transformers builds it."""
-        context = dict(self.special_tokens)
-        if marked:  # the values; variable names are the host program's, not input
-            # Data the template cannot read cannot reach its output: it is left out rather
-            # than copied to be marked (so no unmarked input is ever in the context).
-            reads = self.template.names_read
-            for name, value in kwargs.items():
-                if reads is None or name in reads:
-                    context[name] = mark_input(value)
-            # spelled out, not a loop over a dict: this runs once per render_parts
-            if reads is None or "messages" in reads:
-                context["messages"] = mark_input(messages)
-            if reads is None or "tools" in reads:
-                context["tools"] = None if tools is None else mark_input(tools)
-            if reads is None or "documents" in reads:
-                context["documents"] = None if documents is None else mark_input(documents)
+    @classmethod
+    def from_pretrained(cls, path_or_tokenizer: Any, name: Optional[str] = None,
+                        **options: Any) -> "ChatTemplate":
+        """The template(s) and special tokens of a model folder (as transformers saves it) or of a
+        transformers tokenizer. `name` fixes one of the model's named templates; by default each
+        render chooses (`tool_use` when tools are given, else `default`). `options` are the
+        constructor's (`special_tokens` are added to the model's, overriding them)."""
+        if isinstance(path_or_tokenizer, (str, os.PathLike)):
+            templates, tokens = load_folder(path_or_tokenizer)
         else:
-            context.update(kwargs)
-            context["messages"] = messages
-            context["tools"] = tools
-            context["documents"] = documents
-        context["add_generation_prompt"] = add_generation_prompt
-        return context
+            templates = templates_of_tokenizer(path_or_tokenizer)
+            tokens = special_tokens_of_tokenizer(path_or_tokenizer)
+        tokens.update(options.pop("special_tokens", None) or {})
+        if name is not None and not (templates == {} or isinstance(templates, dict) and name in templates
+                                     or isinstance(templates, str) and name == "default"):
+            names = sorted(templates) if isinstance(templates, dict) else ["default"] if templates else []
+            raise ValueError(f"this model has no chat template named {name!r}; it has {names}")
+        if isinstance(templates, str) and name == "default":
+            name = None
+        return cls(templates, special_tokens=tokens, template_name=name, **options)
 
-    def render(self, messages: Any, tools: Any = None, documents: Any = None,
-               add_generation_prompt: bool = False, **kwargs: Any) -> str:
-        ctx = self.context(messages, tools, documents, add_generation_prompt, **kwargs)
-        return self.template.render_with(ctx, self.overlay)
+    def compiled(self, source: str) -> Template:
+        """The compiled template of a source (the environment caches it by source)."""
+        return self.environment.from_string(source, self.name)
+
+    @property
+    def template(self) -> Template:
+        """The template a render without tools uses."""
+        return self.compiled(select_template(self.templates, self.template_name, None))
+
+    # ------------------------------------------------------------------------ rendering
+
+    def render(self, conversation: Any, /, tools: Any = None, documents: Any = None,
+               add_generation_prompt: Any = False, continue_final_message: Union[bool, str] = False,
+               **kwargs: Any) -> Union[str, list[str]]:
+        """`apply_chat_template(conversation, ..., tokenize=False)`: the text, or a list of texts
+        for a batch (a list of conversations)."""
+        return self._apply(conversation, tools, documents, add_generation_prompt,
+                           continue_final_message, kwargs, marked=False)
+
+    def render_parts(self, conversation: Any, /, tools: Any = None, documents: Any = None,
+                     add_generation_prompt: Any = False, continue_final_message: Union[bool, str] = False,
+                     **kwargs: Any) -> Union[list[Part], list[list[Part]]]:
+        """As `render`, as parts: what came from the arguments (and kwargs) is input."""
+        return self._apply(conversation, tools, documents, add_generation_prompt,
+                           continue_final_message, kwargs, marked=True)
 
     def encode(self, messages: Any, tokenizer: Any, tools: Any = None, documents: Any = None,
                add_generation_prompt: bool = False, **kwargs: Any) -> list[int]:
@@ -65,7 +113,124 @@ class ChatTemplate:
         parts = self.render_parts(messages, tools, documents, add_generation_prompt, **kwargs)
         return encode(parts, tokenizer)
 
-    def render_parts(self, messages: Any, tools: Any = None, documents: Any = None,
-                     add_generation_prompt: bool = False, **kwargs: Any) -> list[Part]:
-        ctx = self.context(messages, tools, documents, add_generation_prompt, marked=True, **kwargs)
-        return self.template.render_parts_with(ctx, self.overlay)
+    def _apply(self, conversation: Any, tools: Any, documents: Any, add_generation_prompt: Any,
+               continue_final_message: Union[bool, str], kwargs: dict, marked: bool) -> Any:
+        refuse_consumed(kwargs)
+        select_template(self.templates, self.template_name, tools)  # transformers' first error
+        conversations, batched = split_batch(conversation)
+        results = self.render_batch(
+            conversations, tools=tools, documents=documents,
+            add_generation_prompt=add_generation_prompt,
+            continue_final_message=continue_final_message, marked=marked, kwargs=kwargs)
+        rendered = [result for result, _ in results]
+        return rendered if batched else rendered[0]
+
+    def render_batch(self, conversations: Sequence[Any], *, tools: Any = None, documents: Any = None,
+                     add_generation_prompt: Any = False,
+                     continue_final_message: Union[bool, str] = False,
+                     chat_template: Optional[str] = None, marked: bool = True,
+                     generation_spans: bool = False, kwargs: Optional[Mapping[str, Any]] = None,
+                     ) -> list[tuple[Rendered, Optional[list[tuple[int, int]]]]]:
+        """Render each conversation of a batch: [(parts if `marked` else text, spans or None)].
+
+        The lower level of `render`/`render_parts` for `jinjamark.hf.apply_chat_template`:
+        `conversations` is already a batch (see `normalize.split_batch`); `chat_template` is a
+        template name or source (as transformers' `get_chat_template` takes it; None: the model's
+        choice for `tools`); with `generation_spans` the second item lists the (start, end)
+        character offsets of every `{% generation %}` body's output."""
+        kwargs = dict(kwargs or {})
+        if "messages" in kwargs:  # as transformers' render(messages=..., **kwargs)
+            raise TypeError("render() got multiple values for keyword argument 'messages'")
+        source = select_template(self.templates, chat_template if chat_template is not None
+                                 else self.template_name, tools)
+        chats = [normalize_messages(conversation) for conversation in conversations]
+        if continue_final_message and add_generation_prompt:
+            raise ValueError(INCOMPATIBLE)
+        tools = check_tools(tools)
+        documents = check_documents(documents)
+        render = _Render(self, self.compiled(source), source, tools, documents, add_generation_prompt,
+                         kwargs, generation_spans)
+        return [render.one(chat, continue_final_message, marked) for chat in chats]
+
+    def context(self, messages: Any, tools: Any = None, documents: Any = None,
+                add_generation_prompt: Any = False, marked: bool = False, **kwargs: Any) -> dict:
+        """The context one conversation is rendered with: special tokens first, then kwargs, then
+        the conversation, as transformers builds it; cleaned (and marked) as `render` does."""
+        render = _Render(self, self.template, "", check_tools(tools), check_documents(documents),
+                         add_generation_prompt, kwargs, False)
+        return render.context(normalize_messages(messages), marked)
+
+
+class _Render:
+    """One render call's shared data, rendering the conversations of a batch one by one."""
+
+    def __init__(self, chat: ChatTemplate, template: Template, source: str, tools: Any,
+                 documents: Any, add_generation_prompt: Any, kwargs: Mapping[str, Any],
+                 generation_spans: bool) -> None:
+        self.chat, self.template, self.source = chat, template, source
+        self.tools, self.documents, self.kwargs = tools, documents, kwargs
+        self.add_generation_prompt = add_generation_prompt
+        self.spans = generation_spans
+
+    def context(self, messages: list, marked_data: bool, walked: Optional[list] = None) -> dict:
+        walk = marked if marked_data else plain
+        # Data the template cannot read cannot reach its output: with marks, it is left out
+        # rather than copied to be marked.
+        reads = self.template.names_read if marked_data else None
+        context = dict(self.chat.special_tokens)
+        for name, value in self.kwargs.items():
+            if reads is None or name in reads:
+                context[name] = walk(value, 1)
+        if reads is None or "messages" in reads:
+            context["messages"] = walked if walked is not None else template_messages(messages, walk)
+        if reads is None or "tools" in reads:
+            context["tools"] = None if self.tools is None else walk(self.tools, 0)
+        if reads is None or "documents" in reads:
+            context["documents"] = None if self.documents is None else walk(self.documents, 0)
+        agp = self.add_generation_prompt  # a value from a file is input; a bool is the caller's
+        context["add_generation_prompt"] = agp if type(agp) is bool else walk(agp, 0)
+        return context
+
+    def run(self, context: dict, parts: bool) -> tuple[Rendered, Optional[list]]:
+        spans: Optional[list] = [] if self.spans else None
+        extra = {} if spans is None else {"generation_spans": spans}
+        if parts:
+            return self.template.render_parts_with(context, self.chat.overlay, **extra), spans
+        return self.template.render_with(context, self.chat.overlay, **extra), spans
+
+    def one(self, messages: list, continue_final_message: Union[bool, str],
+            marked_data: bool) -> tuple[Rendered, Optional[list]]:
+        if not continue_final_message:
+            return self.run(self.context(messages, marked_data), marked_data)
+        # Find where the final message ends: render with only it marked.
+        walked = template_messages(messages, plain)
+        cont = continuation.prepare(walked, continue_final_message, self.source)
+        tagged = not cont.final.strip()
+        continuation.mark_targets(cont, tagged)
+        located, spans = self.run(self.context(messages, False, walked), True)
+        end, strip = continuation.locate(located, cont, tagged)
+        if marked_data:
+            walked = template_messages(messages, marked)
+            if tagged:
+                continuation.mark_targets(
+                    continuation.prepare(walked, continue_final_message, self.source), True)
+            located, spans = self.run(self.context(messages, True, walked), True)
+        result = continuation.cut(located, end, cont, strip, tagged)
+        if spans is not None:
+            spans = [(a, min(b, end)) for a, b in spans if a < end]
+        if marked_data:
+            return result, spans
+        return "".join(p.text for p in result), spans
+
+
+def refuse_consumed(kwargs: Mapping[str, Any]) -> None:
+    """apply_chat_template's own parameters are not template variables: say where they belong."""
+    for name in CONSUMED:
+        if name in kwargs:
+            raise TypeError(f"{name!r} is a parameter of apply_chat_template, not a template variable: "
+                            "use jinjamark.hf.apply_chat_template(tokenizer, conversation, ...) for it")
+
+
+def _token(value: Any) -> Any:
+    text = token_text(value)
+    return value if text is None else text

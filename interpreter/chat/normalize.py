@@ -1,0 +1,238 @@
+"""What a chat template sees: the caller's conversation, tools, documents and kwargs cleaned as
+transformers 5 cleans them, and (for `render_parts`) marked as input in the same walk.
+
+transformers 5 (`apply_chat_template` and `render_jinja_template`) does, in this order:
+
+1. a batch is a list whose first item is a list, a tuple or has `.messages`; an empty list or
+   tuple is refused;
+2. each conversation's messages become dicts (dataclasses and pydantic models included) whose
+   keys with the value None are dropped; anything else is a TypeError;
+3. everything the template can see is rebuilt out of plain JSON types (`_plain_template_data`):
+   exact scalars kept, subclasses of str/int/float turned into the base type, mappings, lists and
+   tuples walked, numpy scalars unwrapped, dataclasses and pydantic models turned into dicts, and
+   any other object replaced by the string `"<TypeName>"`;
+4. reasoning given as `reasoning_content`, `thinking` or `reasoning` is copied under the first two.
+
+Step 3 is also where `render_parts` marks every string and number as input: one walk, one copy.
+The walk is closed: whatever it does not know becomes the inert placeholder (as in transformers),
+so no unknown object reaches a template, marked or not.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Mapping
+from inspect import isfunction, ismethod
+from typing import Any, Callable
+
+from ..errors import LimitExceeded
+from ..marks import Input, Marked
+from ..numbers import InputFloat, InputInt
+
+MAX_DEPTH = 200  # as mark_input: deeper data (or data that contains itself) is refused
+REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
+EMPTY_CONVERSATION = "Cannot apply chat template to an empty conversation. Provide at least one message."
+BAD_TOOL = ("Tools should either be a JSON schema, or a callable function with type hints and a "
+            "docstring suitable for auto-conversion to a schema.")
+BAD_DOCUMENT = "Documents should be a list of dicts with 'title' and 'text' keys!"
+
+
+def _bad_message(message: Any) -> TypeError:
+    return TypeError(f"Chat messages should be dicts, dataclasses or pydantic models, but got {message!r}.")
+
+
+def _too_deep() -> LimitExceeded:
+    return LimitExceeded(f"the input nests deeper than {MAX_DEPTH} levels (or contains itself)")
+
+
+# ---------------------------------------------------------------------------- conversations
+
+def split_batch(conversation: Any) -> tuple[list, bool]:
+    """(conversations, is_batched), as `apply_chat_template` tells a batch from one conversation."""
+    if isinstance(conversation, (list, tuple)):
+        if not conversation:
+            raise ValueError(EMPTY_CONVERSATION)
+        first = conversation[0]
+        if isinstance(first, (list, tuple)) or hasattr(first, "messages"):
+            return list(conversation), True
+    return [conversation], False
+
+
+def _as_dict(value: Any) -> Any:
+    """A message object as a dict (one level), or the value itself when it is no such object."""
+    if isinstance(value, Mapping):
+        return value if type(value) is dict else dict(value.items())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return _as_dict(dump())
+    return value
+
+
+def normalize_messages(conversation: Any) -> list[dict]:
+    """transformers' `_normalize_chat_messages`: message objects as dicts, None-valued keys dropped.
+
+    Values inside a message are converted by the template-data walk later (one copy)."""
+    messages = _as_dict(getattr(conversation, "messages", conversation))
+    out = []
+    for message in messages:
+        message = _as_dict(message)
+        if type(message) is not dict:
+            raise _bad_message(message)
+        out.append({k: v for k, v in message.items() if v is not None})
+    return out
+
+
+def alias_reasoning(message: dict) -> dict:
+    """transformers' `_alias_reasoning_fields` for one (already plain) message."""
+    for key in REASONING_FIELDS:
+        reasoning = message.get(key)
+        if reasoning is not None:
+            return {"thinking": reasoning, **message, "reasoning_content": reasoning}
+    return message
+
+
+def check_tools(tools: Any) -> Any:
+    """Tools as transformers accepts them: dicts kept, functions and methods converted to a JSON
+    schema as `get_json_schema` does, anything else refused."""
+    if tools is None:
+        return None
+    schemas = []
+    for tool in tools:
+        if isinstance(tool, dict):
+            schemas.append(tool)
+        elif isfunction(tool) or ismethod(tool):
+            from .schema import get_json_schema  # written alongside; only functions need it
+            schemas.append(get_json_schema(tool))
+        else:
+            raise ValueError(BAD_TOOL)
+    return schemas
+
+
+def check_documents(documents: Any) -> Any:
+    if documents is not None:
+        for document in documents:
+            if not isinstance(document, dict):
+                raise TypeError(BAD_DOCUMENT)
+    return documents
+
+
+# ---------------------------------------------------------------------------- template data
+
+_JSON_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
+def plain(value: Any, depth: int = 0) -> Any:
+    """transformers' `_plain_template_data`: the value rebuilt out of plain JSON types."""
+    t = type(value)
+    if t in _JSON_SCALARS:
+        return value
+    if depth >= MAX_DEPTH:
+        raise _too_deep()
+    d = depth + 1
+    if t is dict:
+        out = {}
+        for k, v in value.items():
+            out[k if type(k) in _JSON_SCALARS else plain(k, d)] = v if type(v) in _JSON_SCALARS else plain(v, d)
+        return out
+    if t is list:
+        return [v if type(v) in _JSON_SCALARS else plain(v, d) for v in value]
+    return _other(value, depth, plain, _plain_leaf)
+
+
+def _plain_leaf(value: Any) -> Any:
+    return value
+
+
+# Short strings (roles, keys, "type": "string" in a schema) repeat from dict to dict and render to
+# render: each is marked once and shared (an Input is immutable). Bounded: they are input.
+_SHORT: dict[str, Input] = {}
+
+
+def _mark_str(value: str) -> Any:
+    if not value:
+        return value
+    if len(value) > 16:  # hashing a long string would cost more than the copy
+        return Input(value)
+    found = _SHORT.get(value)
+    if found is None:
+        found = Input(value)
+        if len(_SHORT) < 10_000:
+            _SHORT[value] = found
+    return found
+
+
+def marked(value: Any, depth: int = 0) -> Any:
+    """`plain(value)` with every string (keys too) and number marked as input."""
+    t = type(value)
+    if t is str:
+        return _mark_str(value)
+    if value is None or t is bool:
+        return value
+    if depth >= MAX_DEPTH:
+        raise _too_deep()
+    d = depth + 1
+    if t is dict:
+        out = {}
+        for k, v in value.items():
+            tv = type(v)
+            out[_mark_str(k) if type(k) is str else marked(k, d)] = \
+                _mark_str(v) if tv is str else v if v is None else marked(v, d)
+        return out
+    if t is list:
+        return [_mark_str(v) if type(v) is str else marked(v, d) for v in value]
+    if t is int:
+        return InputInt(value)
+    if t is float:
+        return InputFloat(value)
+    if t is Input or t is InputInt or t is InputFloat or isinstance(value, Marked):
+        return value  # marked by the host already: its marks are kept
+    return _other(value, depth, marked, _mark_leaf)
+
+
+def _mark_leaf(value: Any) -> Any:
+    t = type(value)
+    if t is str:
+        return _mark_str(value)
+    if t is int:
+        return InputInt(value)
+    if t is float:
+        return InputFloat(value)
+    return value
+
+
+def _other(value: Any, depth: int, walk: Callable[[Any, int], Any], leaf: Callable[[Any], Any]) -> Any:
+    """The rarer shapes of `_plain_template_data`, in its order of checks."""
+    d = depth + 1
+    if isinstance(value, str):
+        return leaf(str.__str__(value))
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return leaf(int.__int__(value))
+    if isinstance(value, float):
+        return leaf(float.__float__(value))
+    if isinstance(value, Mapping):
+        return {walk(k, d): walk(v, d) for k, v in value.items()}
+    if isinstance(value, list):
+        return [walk(v, d) for v in value]
+    if isinstance(value, tuple):
+        return tuple([walk(v, d) for v in value])
+    numpy = sys.modules.get("numpy")  # a numpy scalar exists only if numpy was imported
+    if numpy is not None and isinstance(value, numpy.generic):
+        return walk(value.item(), d)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {walk(f.name, d): walk(getattr(value, f.name), d) for f in dataclasses.fields(value)}
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return walk(dump(), d)
+    return leaf(f"<{type(value).__name__}>")
+
+
+def template_messages(messages: list[dict], walk: Callable[[Any, int], Any]) -> list[dict]:
+    """Normalised messages as the template sees them: walked, reasoning aliased."""
+    out = []
+    for message in messages:
+        out.append(alias_reasoning(walk(message, 1)))
+    return out
