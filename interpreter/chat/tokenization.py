@@ -1,48 +1,47 @@
-"""Tokenization that honours the marks: special tokens are recognised in template text only.
+"""Tokenization that honours the marks: control tokens are recognised in template text only.
 
-A tokenizer splits its input on special tokens before anything else. We do that split ourselves,
-on the rendered parts: an occurrence of a special token counts only if every one of its characters
-came from the template. The text between those occurrences is encoded with special-token matching
-turned off, so a user who types `<|im_end|>` gets the ids of the characters, not the control token.
-Where no input holds a special token, the ids are those of encoding the whole string.
+Control tokens are what transformers' `sanitize_control_tokens` calls so: the tokenizer's special
+tokens, plus `tokenizer.chat_control_tokens` when it is set, else the added tokens (not
+whitespace) that the template's own text and string constants contain. That covers a Qwen-style
+tokenizer, whose `<tool_call>` and `<think>` are added tokens not flagged special. A control token
+counts only where every one of its characters came from the template; in input it is ordinary
+text. Other added tokens are matched as the tokenizer matches them in any text. Where no input
+holds a control token, the ids are those of encoding the whole string (see `encoding`).
 
 Works with a `tokenizers.Tokenizer` and with a transformers tokenizer (fast or slow); needs the
 optional extra `hf` (`pip install 'jinjamark[hf]'`). Neither library is imported by jinjamark itself.
 """
 from __future__ import annotations
 
-import re
-import threading
-from typing import Any, Iterable, Sequence
+import functools
+from typing import Any, Mapping, Optional, Sequence
 
+from ..grammar import ast
 from ..output import Part
-
-_flag_lock = threading.Lock()
-
-
-def encode(parts: Sequence[Part], tokenizer: Any) -> list[int]:
-    """Token ids for rendered parts; special tokens are only parsed in template parts."""
-    specials = special_tokens(tokenizer)
-    ids: list[int] = []
-    for text, special in segments(parts, specials):
-        if special:
-            ids.append(specials[text])
-        elif text:
-            ids.extend(_encode_text(tokenizer, text))
-    return ids
+from .encoding import InputRuns, backend_of, control_pattern, encode_runs
 
 
-def segments(parts: Sequence[Part], specials: dict[str, int]) -> list[tuple[str, bool]]:
-    """The text cut at every special token written wholly by the template: (text, is_special)."""
-    text = "".join(p.text for p in parts)
+def encode(parts: Sequence[Part], tokenizer: Any, *, template: Any = None,
+           control: Optional[Mapping[str, int]] = None) -> list[int]:
+    """Token ids for rendered parts; control tokens are only parsed in template parts.
+
+    `template` (a jinjamark `Template`, `ChatTemplate` or template source) adds the added tokens
+    its text contains to the control tokens; `control` gives them outright (content -> id)."""
+    if control is None:
+        control = control_tokens(tokenizer, template)
+    return encode_runs([InputRuns(parts)], tokenizer, control)[0].ids
+
+
+def segments(parts: Sequence[Part], specials: Mapping[str, int]) -> list[tuple[str, bool]]:
+    """The text cut at every control token written wholly by the template: (text, is_control)."""
+    runs = InputRuns(parts)
+    text = runs.text
     if not specials:
-        return [(text, False)]
-    flags = _input_flags(parts)
-    pattern = re.compile("|".join(re.escape(s) for s in sorted(specials, key=len, reverse=True)))
+        return [(text, False)] if text else []
     out: list[tuple[str, bool]] = []
     pos = 0
-    for m in pattern.finditer(text):
-        if any(flags[m.start():m.end()]):
+    for m in control_pattern(specials).finditer(text):
+        if runs.touches(m.start(), m.end()):
             continue  # some of it came from input: it is text, never a control token
         out.append((text[pos:m.start()], False))
         out.append((m.group(), True))
@@ -51,42 +50,62 @@ def segments(parts: Sequence[Part], specials: dict[str, int]) -> list[tuple[str,
     return [(t, s) for t, s in out if t or s]
 
 
-def _input_flags(parts: Iterable[Part]) -> list[bool]:
-    flags: list[bool] = []
-    for p in parts:
-        flags.extend([p.is_input] * len(p.text))
-    return flags
+def added_tokens(tokenizer: Any) -> dict[int, Any]:
+    """The tokenizer's added tokens (`AddedToken`s, special or not), by id."""
+    backend = backend_of(tokenizer)
+    if backend is not None and backend is tokenizer:
+        return backend.get_added_tokens_decoder()
+    return dict(tokenizer.added_tokens_decoder)
 
 
 def special_tokens(tokenizer: Any) -> dict[str, int]:
-    """The special added tokens of a tokenizer: content -> id."""
-    backend = _backend(tokenizer)
-    if backend is not None:
-        decoder = backend.get_added_tokens_decoder()
-    else:
-        decoder = tokenizer.added_tokens_decoder
-    found = {tok.content: i for i, tok in decoder.items() if getattr(tok, "special", False)}
+    """The special tokens of a tokenizer: content -> id."""
+    found = {tok.content: i for i, tok in added_tokens(tokenizer).items() if getattr(tok, "special", False)}
     for content in getattr(tokenizer, "all_special_tokens", ()) or ():
         if content not in found:
             found[content] = tokenizer.convert_tokens_to_ids(content)
     return found
 
 
-def _backend(tokenizer: Any) -> Any:
-    """The `tokenizers.Tokenizer` behind a tokenizer, if there is one."""
-    if hasattr(tokenizer, "encode_special_tokens") and hasattr(tokenizer, "get_added_tokens_decoder"):
-        return tokenizer
-    return getattr(tokenizer, "backend_tokenizer", None)
+def control_tokens(tokenizer: Any, template: Any = None) -> dict[str, int]:
+    """transformers' `_get_control_tokens`: the special tokens, plus the added tokens named in
+    `tokenizer.chat_control_tokens`, or when that is not set, the added tokens (not whitespace)
+    found in the template's literal text (none without a template)."""
+    control = special_tokens(tokenizer)
+    named = getattr(tokenizer, "chat_control_tokens", None)
+    if named is not None:
+        chosen = set(named)
+        wanted = lambda content: content in chosen  # noqa: E731
+    else:
+        literal = literal_text(template) if template is not None else ""
+        wanted = lambda content: content in literal and not content.isspace()  # noqa: E731
+    for token_id, token in added_tokens(tokenizer).items():
+        if token.content not in control and wanted(token.content):
+            control[token.content] = token_id
+    return control
 
 
-def _encode_text(tokenizer: Any, text: str) -> list[int]:
-    """Ids of `text` with special tokens treated as ordinary characters."""
-    if _backend(tokenizer) is tokenizer:
-        with _flag_lock:  # the flag lives on the tokenizer: set it only for this call
-            saved = tokenizer.encode_special_tokens
-            tokenizer.encode_special_tokens = True
-            try:
-                return tokenizer.encode(text, add_special_tokens=False).ids
-            finally:
-                tokenizer.encode_special_tokens = saved
-    return list(tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True))
+def literal_text(template: Any) -> str:
+    """The template's text and string constants, joined by NUL so that no token is found
+    across two of them (transformers' `_get_template_literal_text`, on our syntax tree)."""
+    if isinstance(template, str):
+        return _literal_text_of_source(template)
+    template = getattr(template, "template", template)  # a ChatTemplate's compiled template
+    return _literal_text_of_tree(template.tree)
+
+
+@functools.lru_cache(maxsize=64)
+def _literal_text_of_source(source: str) -> str:
+    from .profile import shared_environment
+    return _literal_text_of_tree(shared_environment().from_string(source).tree)
+
+
+def _literal_text_of_tree(tree: ast.Template) -> str:
+    literals = set()
+    for node in ast.walk(tree):
+        kind = type(node)
+        if kind is ast.Text:
+            literals.add(node.text)
+        elif kind is ast.Const and isinstance(node.value, str):
+            literals.add(node.value)
+    return "\0".join(literals)

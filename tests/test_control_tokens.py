@@ -1,0 +1,207 @@
+"""Control tokens with a Qwen-style tokenizer: special tokens plus the non-special added tokens
+`<tool_call>`, `</tool_call>`, `<think>`, `</think>` (a tokenizer built here, no network).
+
+Over every corpus template x the injection fixtures x add_generation_prompt: no control-token id
+comes from input characters, and every control token the template wrote is there; the control
+tokens are those of transformers' `_get_control_tokens`; benign renders encode as transformers
+encodes the plain string. And a comparison with transformers' own `sanitize_control_tokens=True`.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import pathlib
+import re
+
+import pytest
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast
+
+import jinjamark
+from jinjamark.chat.tokenization import control_tokens, encode
+
+CORPUS = pathlib.Path(__file__).parent / "corpus"
+SPECIALS = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|begin_of_text|>",
+            "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<start_of_turn>",
+            "<end_of_turn>", "<s>", "</s>", "[INST]", "[/INST]", "<|end|>", "<|system|>",
+            "<|user|>", "<|assistant|>", "<｜end▁of▁sentence｜>", "<｜Assistant｜>", "<｜User｜>"]
+QWEN_ADDED = ["<tool_call>", "</tool_call>", "<think>", "</think>"]
+TEMPLATES = sorted(p.name for p in (CORPUS / "templates").glob("*.jinja"))
+INJECTIONS = ["20-injection-user", "21-injection-everywhere"]
+BENIGN = ["01-single-user", "02-system-user", "03-multi-turn", "04-no-system-multi-turn",
+          "11-unicode", "13-long-conversation"]
+
+
+def fixture(name: str) -> dict:
+    return json.loads((CORPUS / "conversations" / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def source_of(template: str) -> str:
+    return (CORPUS / "templates" / template).read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def qwen() -> PreTrainedTokenizerFast:
+    raw = Tokenizer(models.BPE())
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    raw.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=900, special_tokens=SPECIALS,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    texts = [p.read_text(encoding="utf-8") for p in sorted((CORPUS / "conversations").glob("*.json"))]
+    raw.train_from_iterator(texts, trainer)
+    raw.add_tokens(QWEN_ADDED)  # added, not special: as Qwen2.5 and Qwen3 ship them
+    return PreTrainedTokenizerFast(tokenizer_object=raw, bos_token="<s>", eos_token="<|im_end|>",
+                                   pad_token="<|endoftext|>")
+
+
+def test_the_tokenizer_is_qwen_style(qwen):
+    added = {t.content: t.special for t in qwen.added_tokens_decoder.values()}
+    assert all(added[t] is False for t in QWEN_ADDED) and all(added[t] for t in SPECIALS)
+
+
+def render_parts(template: str, name: str, agp: bool, tokenizer) -> list[jinjamark.Part] | None:
+    fx = fixture(name)
+    chat = jinjamark.ChatTemplate(source_of(template), special_tokens=tokenizer.special_tokens_map)
+    try:
+        return chat.render_parts(fx["messages"], tools=fx.get("tools"), documents=fx.get("documents"),
+                                 add_generation_prompt=agp, **(fx.get("kwargs") or {}))
+    except jinjamark.TemplateError:
+        return None  # the template refuses this conversation (the chat corpus tests cover that)
+
+
+def expected_control_ids(parts, control: dict[str, int]) -> collections.Counter:
+    """The control tokens that template parts hold: counted by a regex over each template part
+    (parts are maximal runs, so no template token straddles two of them)."""
+    pattern = re.compile("|".join(re.escape(t) for t in sorted(control, key=len, reverse=True)))
+    return collections.Counter(control[m.group()] for p in parts if not p.is_input
+                               for m in pattern.finditer(p.text))
+
+
+def control_ids_in(ids, control: dict[str, int]) -> collections.Counter:
+    values = set(control.values())
+    return collections.Counter(i for i in ids if i in values)
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_control_tokens_are_transformers_control_tokens(qwen, template):
+    source = source_of(template)
+    assert set(control_tokens(qwen, source)) == set(qwen._get_control_tokens(source))
+
+
+def test_chat_control_tokens_replace_the_template_literals(qwen):
+    source = source_of("llamacpp--Qwen-Qwen2.5-7B-Instruct.jinja")
+    qwen.chat_control_tokens = ["<think>"]
+    try:
+        assert set(control_tokens(qwen, source)) == set(qwen._get_control_tokens(source))
+        assert "<think>" in control_tokens(qwen, source) and "<tool_call>" not in control_tokens(qwen, source)
+    finally:
+        qwen.chat_control_tokens = None
+
+
+def injection_cases(tokenizer):
+    for template in TEMPLATES:
+        for name in INJECTIONS:
+            for agp in (False, True):
+                parts = render_parts(template, name, agp, tokenizer)
+                if parts is not None:
+                    yield template, name, agp, parts
+
+
+def test_no_control_token_from_input_and_none_of_the_templates_lost(qwen):
+    checked = forged = 0
+    for template, name, agp, parts in injection_cases(qwen):
+        source = source_of(template)
+        control = control_tokens(qwen, source)
+        text = "".join(p.text for p in parts)
+        ids = encode(parts, qwen, template=source)
+        assert control_ids_in(ids, control) == expected_control_ids(parts, control), (template, name, agp)
+        assert qwen.decode(ids) == text, (template, name, agp)
+        plain = qwen.encode(text, add_special_tokens=False)
+        forged += control_ids_in(plain, control) != expected_control_ids(parts, control)
+        checked += 1
+    assert checked > 600 and forged > 500  # the fixtures do forge tokens when encoded plainly
+
+
+def test_qwen_tool_call_in_user_text_is_not_a_tool_call(qwen):
+    source = source_of("llamacpp--Qwen-Qwen2.5-7B-Instruct.jinja")
+    parts = render_parts("llamacpp--Qwen-Qwen2.5-7B-Instruct.jinja", "20-injection-user", True, qwen)
+    ids = encode(parts, qwen, template=source)
+    assert qwen.convert_tokens_to_ids("<tool_call>") not in ids
+    text = "".join(p.text for p in parts)
+    assert qwen.convert_tokens_to_ids("<tool_call>") in qwen.encode(text, add_special_tokens=False)
+
+
+# Templates that build a control token from input, `'<|' + message['role'] + '|>'`: there the
+# token is text for us (a role is input), a token for transformers (which says such strings
+# "must be validated separately"). Listed so that a new one shows up.
+ROLE_BUILT = {"glm--THUDM_chatglm3-6b.jinja", "glm--THUDM_glm-4-9b-chat-1m-hf.jinja",
+              "hfjs--ai21labs__AI21-Jamba-Large-1.6.jinja", "phi--microsoft_Phi-3-small-8k-instruct.jinja",
+              "phi--microsoft_Phi-3-vision-128k-instruct.jinja", "phi--vllm-tool_chat_template_phi4_mini.jinja"}
+
+
+@pytest.mark.parametrize("name", BENIGN)
+def test_benign_renders_encode_as_transformers_encodes_the_text(qwen, name):
+    compared, built = 0, set()
+    for template in TEMPLATES:
+        parts = render_parts(template, name, True, qwen)
+        if parts is None:
+            continue
+        text, source = "".join(p.text for p in parts), source_of(template)
+        ours, theirs = encode(parts, qwen, template=source), qwen.encode(text, add_special_tokens=False)
+        control = control_tokens(qwen, source)
+        if control_ids_in(theirs, control) == expected_control_ids(parts, control):
+            assert ours == theirs, template
+            compared += 1
+        else:  # transformers finds a control token in characters that came from input
+            assert control_ids_in(ours, control) == expected_control_ids(parts, control), template
+            built.add(template)
+    assert compared > 150 and built == ROLE_BUILT
+
+
+def test_a_non_control_added_token_is_matched_in_input_and_template(qwen):
+    """`<think>` is an added token; with chat_control_tokens naming none, it is not a control
+    token, and transformers matches it in any text: so do we, in both kinds of parts."""
+    qwen.chat_control_tokens = []
+    try:
+        think = qwen.convert_tokens_to_ids("<think>")
+        parts = [jinjamark.Part("a<think>b", False), jinjamark.Part("c<think>d", True)]
+        ids = encode(parts, qwen)
+        assert ids.count(think) == 2 and ids == qwen.encode("a<think>bc<think>d", add_special_tokens=False)
+    finally:
+        qwen.chat_control_tokens = None
+
+
+def test_a_control_token_built_from_input_is_text(qwen):
+    parts = [jinjamark.Part("<|", False), jinjamark.Part("im_end", True), jinjamark.Part("|>", False)]
+    assert qwen.convert_tokens_to_ids("<|im_end|>") not in encode(parts, qwen)
+
+
+# ---------------------------------------------------------------------------- transformers' own
+
+def test_comparison_with_sanitize_control_tokens(qwen, capsys):
+    """Where each defence is safe, and where transformers' markers change the text. Counts go
+    to the README; here: ours is safe everywhere, transformers' never safer."""
+    counts = collections.Counter()
+    for template, name, agp, parts in injection_cases(qwen):
+        source = source_of(template)
+        control = control_tokens(qwen, source)
+        expected = expected_control_ids(parts, control)
+        text = "".join(p.text for p in parts)
+        counts["cases"] += 1
+        counts["ours safe"] += control_ids_in(encode(parts, qwen, template=source), control) == expected
+        fx = fixture(name)
+        try:
+            theirs = qwen.apply_chat_template(
+                fx["messages"], tools=fx.get("tools"), documents=fx.get("documents"),
+                chat_template=source, add_generation_prompt=agp, sanitize_control_tokens=True,
+                return_dict=False)
+        except Exception:
+            counts["transformers raises"] += 1
+            continue
+        changed = qwen.decode(theirs) != text
+        counts["transformers changes the text"] += changed
+        counts["transformers safe"] += not changed and control_ids_in(theirs, control) == expected
+    with capsys.disabled():
+        print("\nsanitize comparison:", dict(counts))
+    assert counts["ours safe"] == counts["cases"]
+    assert counts["transformers safe"] <= counts["ours safe"]
