@@ -154,3 +154,98 @@ def test_what_jinja2s_compiler_refuses_analyze_refuses():
         assert isinstance(transformers_variables(source), str)
         with pytest.raises(jinjamark.TemplateError):
             jinjamark.analyze(source)
+
+
+# ---------------------------------------------------------------------------- 2. content format
+
+def fmt(source: str) -> str:
+    return jinjamark.analyze(source).content_format
+
+
+LOOP = "{% for message in messages %}BODY{% endfor %}"
+CONTENT_FORMAT_CASES = {
+    # a loop over a message's content, however the message and the content are reached
+    "{% for m in messages %}{% for c in m['content'] %}{{ c.text }}{% endfor %}{% endfor %}": "openai",
+    "{% for m in messages %}{% for c in m.content %}{% endfor %}{% endfor %}": "openai",
+    "{% for m in messages | rejectattr('role', 'equalto', 'x') %}{% for c in m.content | selectattr('type') %}"
+    "{% endfor %}{% endfor %}": "openai",
+    "{% for m in messages[1:] %}{% for c in m['content'][1:] %}{% endfor %}{% endfor %}": "openai",
+    "{% set a = messages[1:] %}{% set b = a %}{% for m in b %}{% for c in m.content %}{% endfor %}{% endfor %}":
+        "openai",
+    "{% set messages = messages %}{% for m in messages %}{% for c in m.content if c %}{% endfor %}{% endfor %}":
+        "openai",
+    "{% for m in messages %}{% endfor %}{% for c in m.content %}{% endfor %}": "openai",  # no scopes
+    "{% macro r(ms) %}{% for m in messages %}{% generation %}{% for c in m.content %}{% endfor %}"
+    "{% endgeneration %}{% endfor %}{% endmacro %}": "openai",
+    "{% set a = messages %}{% set b = a %}{% set a = b %}{% for m in a %}{% for c in m.content %}"
+    "{% endfor %}{% endfor %}": "openai",  # aliases in a cycle: vLLM loops forever, we stop
+    # what vLLM's walk does not follow
+    "{% for m in messages %}{{ m.content }}{% endfor %}": "string",
+    "{% for m in messages %}{% set content = m.content %}{% for c in content %}{% endfor %}{% endfor %}":
+        "string",
+    "{% for m in messages[0] %}{% for c in m.content %}{% endfor %}{% endfor %}": "string",
+    "{% for m in messages %}{% for c in m.parts %}{% endfor %}{% endfor %}": "string",
+    "{% for m in messages %}{% for c in (m.content is not string) %}{% endfor %}{% endfor %}": "string",
+    "{% for m in messages %}{% for c in (m.content is iterable) %}{% endfor %}{% endfor %}": "openai",
+    "{% for m in messages %}{% for c in m.content ~ '' %}{% endfor %}{% endfor %}": "string",
+    "{% macro f(content) %}{% for c in content %}{% endfor %}{% endmacro %}"
+    "{% for m in messages %}{{ f(m.content) }}{% endfor %}": "string",
+    # a `set` or loop target that is not one name fails vLLM's walk: its default, 'string'
+    "{% set ns = namespace() %}{% set ns.m = messages %}{% for m in messages %}{% for c in m.content %}"
+    "{% endfor %}{% endfor %}": "string",
+    "{% for i, m in messages %}{% endfor %}{% for m in messages %}{% for c in m.content %}"
+    "{% endfor %}{% endfor %}": "string",
+    "{% for m in messages %}{% for a, b in m.content %}{% endfor %}{% endfor %}": "string",
+    "{% for m in messages %}{% for c in m.content %}{% endfor %}{% for a, b in m.content %}"
+    "{% endfor %}{% endfor %}": "openai",  # the first match decides
+}
+
+
+@pytest.mark.parametrize("source", sorted(CONTENT_FORMAT_CASES))
+def test_content_format_is_vllms_decision(source):
+    assert fmt(source) == CONTENT_FORMAT_CASES[source]
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("chatml--teknium_OpenHermes-2.5-Mistral-7B.jinja", "string"),
+    ("llamacpp--meta-llama-Llama-3.1-8B-Instruct.jinja", "string"),
+    ("llamacpp--Qwen-Qwen3-0.6B.jinja", "string"),
+    ("hfjs--meta-llama__Llama-3.2-11B-Vision-Instruct.jinja", "openai"),
+    ("hfjs--Qwen__Qwen2.5-VL-7B-Instruct.jinja", "openai"),
+    ("gemma--axolotl-gemma3.jinja", "openai"),
+    ("smollm--trl-idefics3_training.jinja", "openai"),
+    ("llamacpp--Mistral-Small-3.2-24B-Instruct-2506.jinja", "openai"),
+    # Qwen3.5 loops over content inside a macro's parameter: vLLM does not see it
+    ("hfjs--Qwen__Qwen3.5-4B.jinja", "string"),
+])
+def test_content_format_of_corpus_templates(name, expected):
+    assert fmt(corpus(name)) == expected
+
+
+# ---------------------------------------------------------------------------- 3. generation, keys
+
+def test_has_generation_finds_the_tag_also_inside_macros_and_branches():
+    assert jinjamark.analyze("{% generation %}x{% endgeneration %}").has_generation
+    assert jinjamark.analyze("{% macro m() %}{% if a %}{% generation %}{% endgeneration %}"
+                             "{% endif %}{% endmacro %}").has_generation
+    assert not jinjamark.analyze("{{ add_generation_prompt }}{{ 'generation' }}").has_generation
+
+
+@pytest.mark.parametrize("name", ["qwen--trl-qwen3_training.jinja", "llama3--trl-llama3_training.jinja",
+                                  "smollm--trl-idefics3_training.jinja"])
+def test_training_templates_have_generation(name):
+    assert jinjamark.analyze(corpus(name)).has_generation
+
+
+def test_keys_are_the_names_read_off_values():
+    keys = jinjamark.analyze("{{ m.role }}{{ m['content'] }}{{ m.get('name') }}{% if 'thinking' in m %}"
+                             "{% endif %}{{ m[0] }}{{ m.0 }}{{ m[k] }}").keys
+    assert keys == {"role", "content", "get", "name", "thinking"}
+
+
+def test_analysis_is_a_frozen_typed_record():
+    analysis = jinjamark.analyze("{{ messages }}")
+    assert isinstance(analysis, Analysis) and isinstance(analysis.capabilities, Capabilities)
+    with pytest.raises(AttributeError):
+        analysis.variables = frozenset()  # type: ignore[misc]
+    assert analysis.variables == {"messages"} and isinstance(analysis.variables, frozenset)

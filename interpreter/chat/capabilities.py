@@ -91,8 +91,11 @@ class _Prober:
     def __init__(self, source: str, special_tokens: dict) -> None:
         self.template = ChatTemplate(source, special_tokens=special_tokens)
         self.failed: list[str] = []
+        self.typed = False  # the template needs typed content: probe messages carry it so
 
     def render(self, messages: list, **kwargs: Any) -> Optional[str]:
+        if self.typed:
+            messages = [_typed(message) for message in messages]
         try:
             return self.template.render(messages, **kwargs)
         except Exception:  # any failure of one render is that variant's answer, nothing more
@@ -113,6 +116,14 @@ class _Prober:
         return None
 
 
+def _typed(message: dict) -> dict:
+    """The message with a text content given as one typed part."""
+    content = message.get("content")
+    if not isinstance(content, str) or not content:
+        return message
+    return {**message, "content": [{"type": "text", "text": content}]}
+
+
 def _tool_variants(calls: list, response: bool) -> Iterable[tuple[list, dict]]:
     """[user, assistant with `calls`(, tool response)], content None or "", tools or not."""
     for content in (None, ""):
@@ -130,15 +141,19 @@ def probe_capabilities(source: str, special_tokens: dict, variables: frozenset,
     """The capabilities of `source`, from what it reads (`variables`, `keys`) and probe renders."""
     prober = _Prober(source, special_tokens)
     found: dict[str, Any] = {}
-    found["system_role"] = prober.first(
-        "system_role", [([{"role": "system", "content": SYSTEM}, _user()], {"add_generation_prompt": g})
-                        for g in (True, False)], lambda out: SYSTEM in out) is not None
-    string_ok = prober.first("string_content", [([_user()], {"add_generation_prompt": True})],
+    # some templates cannot render without tools (`for tool in tools` over None): try with them too
+    plain = [{"add_generation_prompt": True}, {"add_generation_prompt": False}]
+    if "tools" in variables:
+        plain += [{"add_generation_prompt": True, "tools": [TOOL]}]
+    string_ok = prober.first("string_content", [([_user()], kw) for kw in plain],
                              lambda out: USER in out) is not None
-    typed = [{"type": "text", "text": USER}]
-    typed_ok = prober.first("typed_content", [([_user(typed)], {"add_generation_prompt": True})],
+    typed = [_user([{"type": "text", "text": USER}])]
+    typed_ok = prober.first("typed_content", [(typed, kw) for kw in plain],
                             lambda out: USER in out) is not None
-    found["requires_typed_content"] = typed_ok and not string_ok
+    found["requires_typed_content"] = prober.typed = typed_ok and not string_ok
+    system = [{"role": "system", "content": SYSTEM}, _user()]
+    found["system_role"] = prober.first("system_role", [(system, kw) for kw in plain],
+                                        lambda out: SYSTEM in out) is not None
     if "tools" in variables:
         found["tools"] = prober.first("tools", [([_user("Hi")], {"tools": [TOOL],
                                                                  "add_generation_prompt": True})],
@@ -186,9 +201,13 @@ def _tool_probes(prober: _Prober, found: dict, keys: frozenset) -> list[str]:
 
 
 def _renders_reasoning(prober: _Prober, name: str) -> bool:
+    """Some templates print reasoning only in the last turn, some only beside tool calls."""
     message = {"role": "assistant", "content": ANSWER, name: REASONING}
-    variants = [([_user("Hi"), message], {}), ([_user("Hi"), message, _user("Again")],
-                                               {"add_generation_prompt": True})]
+    calling = [{**message, "tool_calls": [_call(ARG_VALUE, CALL_ID, as_object)]}
+               for as_object in (True, False)]
+    variants = [([_user("Hi"), message], {}),
+                ([_user("Hi"), message, _user("Again")], {"add_generation_prompt": True})]
+    variants += [([_user("Hi"), turn], {"tools": [TOOL]}) for turn in calling]
     return prober.first(f"reasoning:{name}", variants, lambda out: REASONING in out) is not None
 
 
