@@ -57,7 +57,7 @@ def prepare(chat: list, option: Union[bool, str], source: str) -> Continuation:
 
 def _check_text(value: Any) -> None:
     if not isinstance(value, str):  # transformers adds its tag with +, which fails the same way
-        raise TypeError(f'can only concatenate str (not "{type(value).__name__}") to str')
+        raise TypeError(f"unsupported operand type(s) for +: '{type(value).__name__}' and 'str'")
 
 
 def mark_targets(cont: Continuation, tagged: bool) -> None:
@@ -67,20 +67,30 @@ def mark_targets(cont: Continuation, tagged: bool) -> None:
         container[key] = mark(container[key] + TAG if tagged else container[key])
 
 
-def locate(parts: Sequence[Part], cont: Continuation, tagged: bool) -> tuple[int, bool]:
-    """(where to cut, whether to strip trailing whitespace) in a render that marked only the final
-    text: after its last input character.
+@dataclass
+class Where:
+    """Where transformers' cut falls in a render: at `end`, then trailing whitespace stripped or
+    not; `tags` are the copies of its tag that an earlier print of a tagged text left, removed."""
+    end: int
+    strip: bool = False
+    tags: tuple = ()
+
+
+def locate(parts: Sequence[Part], cont: Continuation, tagged: bool) -> Where:
+    """Where to cut a render that marked only the final text: after its last input character.
 
     A blank final text may print as nothing, and nothing cannot be found; for it (only) we render
     as transformers does, with its tag appended, and the marks find the tag wherever the template
     put it (a user's text holding the same words cannot move the cut). The tag never reaches the
-    output: the cut is before it."""
+    output: the cut is before it, and copies printed earlier are taken out."""
     text = "".join(p.text for p in parts)
     end = pos = 0
+    runs = []
     for part in parts:
-        pos += len(part.text)
         if part.is_input:
-            end = pos
+            runs.append((pos, pos + len(part.text)))
+            end = pos + len(part.text)
+        pos += len(part.text)
     if end == 0 or cont.final.strip() not in text:
         raise ValueError(
             "continue_final_message is set but the final message does not appear in the chat after "
@@ -89,40 +99,74 @@ def locate(parts: Sequence[Part], cont: Continuation, tagged: bool) -> tuple[int
             "ensure they are compatible."
             f"Final message to continue: {cont.final.strip()}\nRendered chat:\n{text}")
     if not tagged:
-        return end, False
-    start = text.rfind(TAG.strip(), 0, end)
+        return Where(end)
+    word = TAG.strip()
+    start = text.rfind(word, 0, end)
     if start < 0:
         raise ValueError("continue_final_message is set but the final message does not appear in the "
                          f"chat after applying the chat template! Rendered chat:\n{text}")
-    return start, text[start:start + len(TAG)] != TAG
+    tags = []
+    for a, b in runs:
+        found = text.find(word, a, min(b, start))
+        while found >= 0 and found + len(word) <= b:
+            stop = found + len(word) + (text[found + len(word):found + len(TAG)] == " ")
+            tags.append((found, min(stop, b)))
+            found = text.find(word, stop, min(b, start))
+    return Where(start, text[start:start + len(TAG)] != TAG, tuple(tags))
 
 
-def cut(parts: Sequence[Part], end: int, cont: Continuation, strip: bool, tagged: bool) -> list[Part]:
-    """The parts up to `end`, as transformers' cut at its tag leaves them."""
+def cut(parts: Sequence[Part], where: Where, cont: Continuation, tagged: bool) -> list[Part]:
+    """The parts up to the cut, as transformers' cut at its tag leaves them."""
+    end, strip = where.end, where.strip
     out: list[Part] = []
     pos = 0
     for part in parts:
         if pos >= end:
             break
         piece = part.text[:end - pos]
+        piece = _without(piece, pos, where.tags)
         out.append(part if len(piece) == len(part.text) else Part(piece, part.is_input))
         pos += len(part.text)
+    out = _merged([p for p in out if p.text])
     if strip:
         while out and not out[-1].text.rstrip():
             out.pop()
         if out:
             out[-1] = Part(out[-1].text.rstrip(), out[-1].is_input)
-    if tagged:
-        return out
+    return out if tagged else _with_trimmed_whitespace(out, parts, end, cont)
+
+
+def _with_trimmed_whitespace(out: list[Part], parts: Sequence[Part], end: int,
+                             cont: Continuation) -> list[Part]:
+    """Where the template trimmed the final text (its last printed character is not the text's
+    last, whitespace), transformers' tag kept that whitespace from the trim, and keeps it in the
+    result when the template's next character is a space (else its rstrip removes it again)."""
     after = "".join(p.text for p in parts)[end:end + 1]
     trailing = cont.final[len(cont.final.rstrip()):]
     last = out[-1].text[-1] if out and out[-1].text else ""
-    # The template trimmed the final text (its last printed character is not the text's last,
-    # whitespace): transformers' tag kept that whitespace from the trim, and keeps it in the result
-    # when the template's next character is a space (else its rstrip removes it again).
     if trailing and not last.isspace() and after == " ":
         if out and out[-1].is_input:
             out[-1] = Part(out[-1].text + trailing, True)
         else:
             out.append(Part(trailing, True))
+    return out
+
+
+def _without(text: str, offset: int, ranges: Sequence[tuple[int, int]]) -> str:
+    """`text` (found at `offset` of the output) without the characters in `ranges`."""
+    for a, b in reversed(ranges):
+        a, b = max(a - offset, 0), min(b - offset, len(text))
+        if a < b:
+            text = text[:a] + text[b:]
+    return text
+
+
+def _merged(parts: list[Part]) -> list[Part]:
+    """Neighbours with the same flag as one part (after a removal joined them)."""
+    out: list[Part] = []
+    for part in parts:
+        if out and out[-1].is_input == part.is_input:
+            out[-1] = Part(out[-1].text + part.text, part.is_input)
+        else:
+            out.append(part)
     return out

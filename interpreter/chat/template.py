@@ -208,16 +208,16 @@ class _Render:
         tagged = not cont.final.strip()
         continuation.mark_targets(cont, tagged)
         located, spans = self.run(self.context(messages, False, walked), True)
-        end, strip = continuation.locate(located, cont, tagged)
+        where = continuation.locate(located, cont, tagged)
         if marked_data:
             walked = template_messages(messages, marked)
             if tagged:
                 continuation.mark_targets(
                     continuation.prepare(walked, continue_final_message, self.source), True)
             located, spans = self.run(self.context(messages, True, walked), True)
-        result = continuation.cut(located, end, cont, strip, tagged)
+        result = continuation.cut(located, where, cont, tagged)
         if spans is not None:
-            spans = [(a, min(b, end)) for a, b in spans if a < end]
+            spans = [(a, min(b, where.end)) for a, b in spans if a < where.end]
         if marked_data:
             return result, spans
         return "".join(p.text for p in result), spans
