@@ -1,0 +1,173 @@
+"""`apply_chat_template` as transformers 5 has it, rendered by jinjamark: a drop-in.
+
+    from jinjamark.hf import apply_chat_template
+    ids = apply_chat_template(tokenizer, messages, add_generation_prompt=True)
+
+The same parameters, return values and errors as the tokenizer's own method, with two
+differences that are the point: the template runs in jinjamark's sandbox, and with `tokenize=True`
+the control tokens (special tokens, plus `tokenizer.chat_control_tokens`, else the added tokens the
+template's text contains) are recognised only where the template wrote them. A user who types
+`<|im_end|>` or `<tool_call>` gets the ids of those characters. `patch` makes a tokenizer's own
+method (or every tokenizer's) use this one.
+
+transformers is not imported here: the tokenizer is the caller's object, and we use its methods.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Optional, Union
+
+from .chat.encoding import InputRuns, encode_runs
+from .chat.loading import select_template, special_tokens_of_tokenizer, templates_of_tokenizer
+from .chat.masks import assistant_mask
+from .chat.normalize import split_batch
+from .chat.template import ChatTemplate
+from .chat.tokenization import control_tokens
+
+MASK_NEEDS_DICT = "`return_assistant_tokens_mask=True` requires `return_dict=True` and `tokenize=True`"
+MASK_AND_CONTINUE = "continue_final_message is not compatible with return_assistant_tokens_mask."
+SANITIZE_NEEDS = ("`sanitize_control_tokens=True` requires `tokenize=True` and is not compatible with "
+                  "`return_assistant_tokens_mask=True`.")
+# tokenizer_kwargs we honour: those that shape what `tokenizer(text, ...)` returns here
+TOKENIZER_KWARGS = ("pad_to_multiple_of", "padding_side", "return_attention_mask",
+                    "return_token_type_ids", "verbose")
+
+
+def apply_chat_template(tokenizer: Any, conversation: Any, tools: Optional[list] = None,
+                        documents: Optional[list] = None, chat_template: Optional[str] = None,
+                        add_generation_prompt: bool = False,
+                        continue_final_message: Union[bool, str] = False, tokenize: bool = True,
+                        padding: Any = False, truncation: bool = False,
+                        max_length: Optional[int] = None, return_tensors: Any = None,
+                        return_dict: bool = True, return_assistant_tokens_mask: bool = False,
+                        tokenizer_kwargs: Optional[dict] = None,
+                        sanitize_control_tokens: bool = False, **kwargs: Any) -> Any:
+    """transformers' `tokenizer.apply_chat_template(conversation, ...)`, rendered by jinjamark.
+
+    Returns the text (a list of texts for a batch) with `tokenize=False`; else a `BatchEncoding`
+    (`input_ids`, `attention_mask`, and `assistant_masks` when asked) or, with
+    `return_dict=False`, the ids. Assistant masks come from `{% generation %}`, right also where
+    the tag sits in a macro or a `{% set %}` capture.
+
+    `sanitize_control_tokens` is accepted for compatibility and changes nothing: jinjamark's
+    defence is always on, needs no markers in the text and also covers what transformers'
+    cannot (dict keys, tokens a template builds from input). It raises where transformers
+    raises (with `tokenize=False` or `return_assistant_tokens_mask=True`), so code that passes
+    it behaves the same on both.
+    """
+    if not tokenize:
+        return_dict = False
+    if return_assistant_tokens_mask and not (return_dict and tokenize):
+        raise ValueError(MASK_NEEDS_DICT)
+    tokenizer_kwargs = dict(tokenizer_kwargs or {})
+    source = _chat_template(tokenizer, chat_template, tools)
+    conversations, batched = split_batch(conversation)
+    if continue_final_message and return_assistant_tokens_mask and not add_generation_prompt:
+        raise ValueError(MASK_AND_CONTINUE)
+    if sanitize_control_tokens and (not tokenize or return_assistant_tokens_mask):
+        raise ValueError(SANITIZE_NEEDS)
+    chat = ChatTemplate(source, special_tokens=special_tokens_of_tokenizer(tokenizer))
+    rendered = chat.render_batch(conversations, tools=tools, documents=documents,
+                                 add_generation_prompt=add_generation_prompt,
+                                 continue_final_message=continue_final_message, marked=tokenize,
+                                 generation_spans=return_assistant_tokens_mask, kwargs=kwargs)
+    if not tokenize:
+        texts = [text for text, _ in rendered]
+        return texts if batched else texts[0]
+    control = control_tokens(tokenizer, chat.compiled(source))
+    encoded = encode_runs([InputRuns(parts) for parts, _ in rendered], tokenizer, control)
+    spans = [s for _, s in rendered] if return_assistant_tokens_mask else None
+    out = _batch_encoding(tokenizer, encoded, spans, batched, padding, truncation, max_length,
+                          return_tensors, tokenizer_kwargs)
+    return out if return_dict else out["input_ids"]
+
+
+def _chat_template(tokenizer: Any, chat_template: Optional[str], tools: Any) -> str:
+    """The template source, as the tokenizer's `get_chat_template` picks it (its errors too)."""
+    pick = getattr(tokenizer, "get_chat_template", None)
+    if pick is not None:
+        return pick(chat_template, tools)
+    return select_template(templates_of_tokenizer(tokenizer), chat_template, tools)
+
+
+def _batch_encoding(tokenizer: Any, encoded: list, spans: Optional[list], batched: bool,
+                    padding: Any, truncation: Any, max_length: Optional[int],
+                    return_tensors: Any, options: dict) -> Any:
+    """What `tokenizer(texts, padding=..., truncation=..., max_length=..., add_special_tokens=False,
+    return_tensors=...)` returns, built from our ids: truncated on the tokenizer's side, padded by
+    its own `pad`, with the assistant masks computed as transformers computes them."""
+    unknown = sorted(set(options) - set(TOKENIZER_KWARGS))
+    if unknown:
+        raise TypeError(f"jinjamark.hf.apply_chat_template does not support tokenizer_kwargs {unknown}")
+    padding_strategy, truncation_strategy, max_length, _ = tokenizer._get_padding_truncation_strategies(
+        padding=padding, truncation=truncation, max_length=max_length,
+        pad_to_multiple_of=options.get("pad_to_multiple_of"), verbose=options.get("verbose", True))
+    ids = [e.ids for e in encoded]
+    offsets = [e.offsets for e in encoded] if spans is not None else None
+    if spans is not None and any(o is None for o in offsets):
+        raise ValueError("return_assistant_tokens_mask=True needs a fast tokenizer (its offsets)")
+    if truncation_strategy.value != "do_not_truncate" and max_length is not None:
+        cut = _truncation(tokenizer.truncation_side, max_length)
+        ids = [cut(i) for i in ids]
+        offsets = [cut(o) for o in offsets] if offsets is not None else None
+    features: dict[str, Any] = {"input_ids": ids}
+    type_ids = options.get("return_token_type_ids")
+    if type_ids or type_ids is None and "token_type_ids" in tokenizer.model_input_names:
+        features["token_type_ids"] = [[0] * len(i) for i in ids]
+    side = options.get("padding_side") or tokenizer.padding_side
+    out = tokenizer.pad(features, padding=padding_strategy, max_length=max_length,
+                        pad_to_multiple_of=options.get("pad_to_multiple_of"), padding_side=side,
+                        return_attention_mask=options.get("return_attention_mask"),
+                        verbose=options.get("verbose", True))
+    if spans is not None:
+        out["assistant_masks"] = [_padded(assistant_mask(o, s), len(p), side)
+                                  for o, s, p in zip(offsets, spans, out["input_ids"])]
+    if not batched and not return_tensors:
+        out = type(out)({key: value[0] for key, value in out.items()})
+    if return_tensors:
+        out.convert_to_tensors(tensor_type=return_tensors)
+    return out
+
+
+def _truncation(side: str, max_length: int) -> Any:
+    if side == "left":
+        return lambda seq: seq[-max_length:] if len(seq) > max_length else seq
+    return lambda seq: seq[:max_length]
+
+
+def _padded(mask: list[int], length: int, side: str) -> list[int]:
+    """Pad tokens overlap no span: 0, on the side the ids were padded."""
+    extra = [0] * (length - len(mask))
+    return extra + mask if side == "left" else mask + extra
+
+
+# ---------------------------------------------------------------------------- patching
+
+_PATCHED: dict[Any, Any] = {}  # the class whose method was replaced -> its own method
+
+
+def patch(tokenizer: Any = None) -> None:
+    """Make `tokenizer.apply_chat_template` this module's; without a tokenizer, every
+    transformers tokenizer's (the base class's method). `unpatch` undoes it."""
+    if tokenizer is not None:
+        tokenizer.apply_chat_template = functools.partial(apply_chat_template, tokenizer)
+        return
+    from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+    if PreTrainedTokenizerBase not in _PATCHED:
+        _PATCHED[PreTrainedTokenizerBase] = PreTrainedTokenizerBase.__dict__["apply_chat_template"]
+        PreTrainedTokenizerBase.apply_chat_template = _as_method
+
+
+def unpatch(tokenizer: Any = None) -> None:
+    """Give back the tokenizer's (or every tokenizer's) own `apply_chat_template`."""
+    if tokenizer is not None:
+        tokenizer.__dict__.pop("apply_chat_template", None)
+        return
+    for cls, method in list(_PATCHED.items()):
+        cls.apply_chat_template = method
+        del _PATCHED[cls]
+
+
+@functools.wraps(apply_chat_template)
+def _as_method(self: Any, conversation: Any, *args: Any, **kwargs: Any) -> Any:
+    return apply_chat_template(self, conversation, *args, **kwargs)

@@ -1,0 +1,242 @@
+"""`jinjamark.hf.apply_chat_template` against the tokenizer's own `apply_chat_template`
+(transformers 5, a byte-level BPE tokenizer trained here with the special tokens of several
+families): ids, attention masks, assistant masks, batches with padding on either side,
+truncation, tensors, continue_final_message, errors, and `patch`."""
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+
+import numpy as np
+import pytest
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import BatchEncoding, PreTrainedTokenizerFast
+
+import jinjamark
+from jinjamark import hf
+
+CORPUS = pathlib.Path(__file__).parent / "corpus"
+SPECIALS = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|begin_of_text|>",
+            "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<start_of_turn>",
+            "<end_of_turn>", "<s>", "</s>", "[INST]", "[/INST]", "<|end|>", "<|system|>",
+            "<|user|>", "<|assistant|>", "<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>"]
+ALL = sorted(p.name for p in (CORPUS / "templates").glob("*.jinja"))
+SAMPLE = ALL[::6]  # every family of the corpus, about 37 templates
+GENERATION = [t for t in ALL if re.search(r"\{%-?\s*generation\s*-?%\}", (CORPUS / "templates" / t).read_text())]
+BENIGN = ["01-single-user", "02-system-user", "03-multi-turn", "04-no-system-multi-turn",
+          "05-tool-call-object-args", "06-tool-call-string-args", "07-parallel-tool-calls",
+          "08-tools-no-call", "11-unicode", "13-long-conversation"]
+
+
+def fixture(name: str) -> dict:
+    return json.loads((CORPUS / "conversations" / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def source_of(template: str) -> str:
+    return (CORPUS / "templates" / template).read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> PreTrainedTokenizerFast:
+    raw = Tokenizer(models.BPE())
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    raw.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=900, special_tokens=SPECIALS,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    raw.train_from_iterator([p.read_text(encoding="utf-8") for p in (CORPUS / "conversations").glob("*.json")],
+                            trainer)
+    raw.add_tokens(["<tool_call>", "</tool_call>", "<think>", "</think>"])
+    tok = PreTrainedTokenizerFast(tokenizer_object=raw, bos_token="<s>", eos_token="</s>",
+                                  pad_token="<|endoftext|>")
+    tok.chat_template = source_of("chatml--teknium_OpenHermes-2.5-Mistral-7B.jinja")
+    return tok
+
+
+def call(function, *args, **kwargs):
+    """The result, or what was raised: an error raised while rendering as such (jinja2 raises
+    its own or Python's, we raise a TemplateError, which must be catchable as ValueError, as
+    servers catch jinja2's), any other error by type and message."""
+    try:
+        return plain(function(*args, **kwargs))
+    except jinjamark.TemplateError as e:
+        assert isinstance(e, ValueError)
+        return "template error"
+    except Exception as e:  # noqa: BLE001 - the comparison is the point
+        return type(e), str(e)[:200]
+
+
+def same(ours, theirs) -> bool:
+    if ours == "template error" and isinstance(theirs, tuple) and isinstance(theirs[0], type):
+        return True  # both raise while rendering
+    return ours == theirs
+
+
+def plain(value):
+    """A result as comparable data: a BatchEncoding's type, keys and values (arrays as lists with
+    their shape and dtype)."""
+    if isinstance(value, BatchEncoding):
+        return ("BatchEncoding", {key: plain(item) for key, item in value.items()})
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.shape, str(value.dtype), value.tolist())
+    return value
+
+
+def both(tokenizer, conversation, **options):
+    theirs = call(tokenizer.apply_chat_template, conversation, **options)
+    ours = call(hf.apply_chat_template, tokenizer, conversation, **options)
+    return theirs, ours
+
+
+def cases(templates, fixtures):
+    for template in templates:
+        for name in fixtures:
+            fx = fixture(name)
+            yield template, name, fx["messages"], {"tools": fx.get("tools"), "documents": fx.get("documents"),
+                                                   "chat_template": source_of(template), **(fx.get("kwargs") or {})}
+
+
+@pytest.mark.parametrize("name", BENIGN)
+def test_ids_and_masks_equal_transformers(tokenizer, name):
+    rendered = 0
+    for template, _, messages, options in cases(SAMPLE, [name]):
+        for agp in (False, True):
+            for extra in ({}, {"return_dict": False}, {"tokenize": False}):
+                theirs, ours = both(tokenizer, messages, add_generation_prompt=agp, **options, **extra)
+                assert same(ours, theirs), (template, agp, extra)
+                rendered += ours != "template error"
+    assert rendered >= 6 * 5  # every benign conversation renders with some of the sample
+
+
+@pytest.mark.parametrize("template", GENERATION)
+def test_assistant_masks_equal_transformers(tokenizer, template):
+    masked = 0
+    for _, name, messages, options in cases([template], BENIGN):
+        for agp in (False, True):
+            theirs, ours = both(tokenizer, messages, add_generation_prompt=agp,
+                                return_assistant_tokens_mask=True, **options)
+            assert same(ours, theirs), (name, agp)
+            masked += theirs[0] == "BatchEncoding" and 1 in theirs[1]["assistant_masks"]
+    assert masked
+
+
+BATCH = [fixture("03-multi-turn")["messages"], fixture("01-single-user")["messages"],
+         fixture("11-unicode")["messages"]]
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+@pytest.mark.parametrize("options", [
+    {"padding": True}, {"padding": "longest", "return_tensors": "np"},
+    {"padding": "max_length", "max_length": 400}, {"padding": True, "truncation": True, "max_length": 30},
+    {"truncation": True, "max_length": 25}, {"padding": True, "tokenizer_kwargs": {"pad_to_multiple_of": 64}},
+    {"padding": True, "return_dict": False}, {"padding": True, "add_generation_prompt": True},
+])
+@pytest.mark.parametrize("template", ["chatml--teknium_OpenHermes-2.5-Mistral-7B.jinja", *GENERATION[:4]])
+def test_batches_with_padding_and_truncation_equal_transformers(tokenizer, side, options, template):
+    tokenizer.padding_side = tokenizer.truncation_side = side
+    try:
+        masks = {"return_assistant_tokens_mask": True} if template in GENERATION and \
+            options.get("return_dict", True) else {}
+        theirs, ours = both(tokenizer, BATCH, chat_template=source_of(template), **options, **masks)
+        assert same(ours, theirs)
+        theirs, ours = both(tokenizer, BATCH[0], chat_template=source_of(template), **options, **masks)
+        assert same(ours, theirs)
+    finally:
+        tokenizer.padding_side = tokenizer.truncation_side = "right"
+
+
+@pytest.mark.parametrize("template", SAMPLE[:20])
+@pytest.mark.parametrize("field", [True, "content"])
+def test_continue_final_message_equal_transformers(tokenizer, template, field):
+    prefill = fixture("14-assistant-prefill")["messages"]
+    for tokenize in (True, False):
+        theirs, ours = both(tokenizer, prefill, chat_template=source_of(template),
+                            continue_final_message=field, tokenize=tokenize)
+        assert same(ours, theirs)
+
+
+MACRO = ("{% macro turn(m) %}{% generation %}{{ m.content }}<|im_end|>{% endgeneration %}{% endmacro %}"
+         "{% for m in messages %}<|im_start|>{{ m.role }}\n"
+         "{% if m.role == 'assistant' %}{{ turn(m) }}{% else %}{{ m.content }}<|im_end|>{% endif %}\n"
+         "{% endfor %}")
+CAPTURE = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{% if m.role == 'assistant' %}"
+           "{% set body %}{% generation %}{{ m.content }}<|im_end|>{% endgeneration %}{% endset %}"
+           "{{ body }}{% else %}{{ m.content }}<|im_end|>{% endif %}\n{% endfor %}")
+
+
+@pytest.mark.parametrize("source", [MACRO, CAPTURE], ids=["macro", "set capture"])
+def test_generation_in_a_macro_or_capture_masks_equal_transformers(tokenizer, source):
+    for name in ("03-multi-turn", "13-long-conversation"):
+        theirs, ours = both(tokenizer, fixture(name)["messages"], chat_template=source,
+                            return_assistant_tokens_mask=True)
+        assert same(ours, theirs) and 1 in theirs[1]["assistant_masks"]
+
+
+def test_generation_where_a_captured_text_lands_later(tokenizer):
+    """The body printed after other text: transformers masks the tokens where the capture was
+    made; we mask the body's own tokens."""
+    source = ("{% for m in messages %}{% set body %}{% generation %}{{ m.content }}{% endgeneration %}"
+              "{% endset %}<|im_start|>{{ m.role }}\n{{ body }}<|im_end|>\n{% endfor %}")
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    out = hf.apply_chat_template(tokenizer, messages, chat_template=source, return_assistant_tokens_mask=True)
+    masked = [i for i, m in zip(out["input_ids"], out["assistant_masks"]) if m]
+    assert tokenizer.decode(masked) == "hihello"
+
+
+@pytest.mark.parametrize("options", [
+    {"return_assistant_tokens_mask": True, "return_dict": False},
+    {"return_assistant_tokens_mask": True, "tokenize": False},
+    {"continue_final_message": True, "add_generation_prompt": True},
+    {"continue_final_message": True, "return_assistant_tokens_mask": True},
+    {"sanitize_control_tokens": True, "tokenize": False},
+    {"sanitize_control_tokens": True, "return_assistant_tokens_mask": True},
+    {"chat_template": "{{ raise_exception('no') }}"},
+    {"chat_template": "{{ messages[0].content | nofilter }}"},
+])
+def test_errors_equal_transformers(tokenizer, options):
+    theirs, ours = both(tokenizer, fixture("14-assistant-prefill")["messages"], **options)
+    assert same(ours, theirs) and theirs != plain(None)
+
+
+def test_empty_conversation_and_no_template_raise_as_transformers(tokenizer):
+    assert both(tokenizer, [])[0] == both(tokenizer, [])[1]
+    saved, tokenizer.chat_template = tokenizer.chat_template, None
+    try:
+        theirs, ours = both(tokenizer, fixture("01-single-user")["messages"])
+        assert same(ours, theirs) and theirs[0] is ValueError
+    finally:
+        tokenizer.chat_template = saved
+
+
+def test_sanitize_control_tokens_is_accepted(tokenizer):
+    messages = fixture("03-multi-turn")["messages"]
+    theirs, ours = both(tokenizer, messages, sanitize_control_tokens=True)
+    assert same(ours, theirs)
+
+
+def test_injection_is_text_where_transformers_makes_it_a_token(tokenizer):
+    messages = fixture("20-injection-user")["messages"]
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    ours = hf.apply_chat_template(tokenizer, messages, return_dict=False)
+    theirs = tokenizer.apply_chat_template(messages, return_dict=False)
+    assert ours.count(end) == 2 and theirs.count(end) > 2
+    assert tokenizer.decode(ours) == tokenizer.apply_chat_template(messages, tokenize=False)
+
+
+def test_patch_and_unpatch(tokenizer):
+    messages = fixture("20-injection-user")["messages"]
+    own = tokenizer.apply_chat_template(messages, return_dict=False)
+    ours = hf.apply_chat_template(tokenizer, messages, return_dict=False)
+    assert own != ours
+    hf.patch(tokenizer)
+    try:
+        assert tokenizer.apply_chat_template(messages, return_dict=False) == ours
+    finally:
+        hf.unpatch(tokenizer)
+    assert tokenizer.apply_chat_template(messages, return_dict=False) == own
+    hf.patch()
+    try:
+        assert tokenizer.apply_chat_template(messages, return_dict=False) == ours
+    finally:
+        hf.unpatch()
+    assert tokenizer.apply_chat_template(messages, return_dict=False) == own
