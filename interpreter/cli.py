@@ -1,8 +1,11 @@
 """The `jinjamark` command: render a chat template with a conversation, and show the input.
 
     jinjamark render TEMPLATE CONVERSATION.json [--add-generation-prompt] [--var NAME=JSON]...
-                     [--parts | --json] [--bos TOKEN] [--eos TOKEN]
+                     [--parts | --json] [--template-name NAME] [--bos TOKEN] [--eos TOKEN]
     jinjamark render --demo
+
+TEMPLATE is a template file or a model folder as transformers saves it (its chat templates and
+special tokens are read from it).
 
 Exit status: 0 rendered, 1 the template raised a `TemplateError` (its caret message goes to
 stderr), 2 the command line or an input file is wrong.
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from importlib import resources
 from typing import Any, Optional, Sequence, TextIO
@@ -53,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Render TEMPLATE like transformers' apply_chat_template(tokenize=False), with "
                     "the messages, tools, documents and kwargs of CONVERSATION.json.")
     render.add_argument("template", nargs="?", metavar="TEMPLATE",
-                        help="a Jinja chat template file")
+                        help="a Jinja chat template file, or a model folder (chat_template.jinja, "
+                             "tokenizer_config.json, ...)")
     render.add_argument("conversation", nargs="?", metavar="CONVERSATION.json",
                         help='JSON object with "messages" and optional "tools", "documents", '
                              '"kwargs" ("-" reads standard input)')
@@ -68,8 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
                             f"else in {OPEN}{CLOSE} brackets")
     shown.add_argument("--json", action="store_true",
                        help='print the parts as JSON: [{"text": ..., "is_input": ...}, ...]')
-    render.add_argument("--bos", default="<s>", metavar="TOKEN", help="bos_token (default: <s>)")
-    render.add_argument("--eos", default="</s>", metavar="TOKEN", help="eos_token (default: </s>)")
+    add_model_options(render)
     render.add_argument("--demo", action="store_true",
                         help="render a bundled real chat template (Qwen2.5-Instruct) with a "
                              "conversation that tries special-token injection, showing its parts")
@@ -80,17 +84,61 @@ def build_parser() -> argparse.ArgumentParser:
         description="Render TEMPLATE with CONVERSATION.json and print the token ids as JSON. "
                     "Special tokens are recognised only where the template wrote them; "
                     "the same text typed by a user is encoded as ordinary characters.")
-    tokens.add_argument("template", metavar="TEMPLATE", help="a Jinja chat template file")
+    tokens.add_argument("template", metavar="TEMPLATE",
+                        help="a Jinja chat template file, or a model folder")
     tokens.add_argument("conversation", metavar="CONVERSATION.json",
                         help='JSON object with "messages" and optional "tools", "documents", "kwargs"')
-    tokens.add_argument("--tokenizer", required=True, metavar="TOKENIZER.json",
-                        help="a tokenizers JSON file (needs: pip install 'jinjamark[hf]')")
+    tokens.add_argument("--tokenizer", metavar="TOKENIZER.json",
+                        help="a tokenizers JSON file (default: the model folder's tokenizer.json; "
+                             "needs: pip install 'jinjamark[hf]')")
     tokens.add_argument("--add-generation-prompt", action="store_true")
     tokens.add_argument("--var", action="append", default=[], metavar="NAME=JSON")
-    tokens.add_argument("--bos", default="<s>", metavar="TOKEN")
-    tokens.add_argument("--eos", default="</s>", metavar="TOKEN")
+    add_model_options(tokens)
     tokens.set_defaults(command=tokens_command)
     return parser
+
+
+def add_model_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--template-name", metavar="NAME",
+                         help="which of a model's named templates (default, tool_use, rag, ...); "
+                              "default: tool_use when the conversation has tools, else default")
+    command.add_argument("--bos", metavar="TOKEN",
+                         help="bos_token (default: the model folder's; with a template file, none: "
+                              "bos_token is undefined and prints as nothing)")
+    command.add_argument("--eos", metavar="TOKEN", help="eos_token (default: as --bos)")
+
+
+def load_template(args: argparse.Namespace, source: Optional[str] = None) -> ChatTemplate:
+    """The ChatTemplate of TEMPLATE: a model folder's templates and special tokens, or a file's
+    template; --bos/--eos override the special tokens."""
+    overrides = {key: value for key, value in (("bos_token", args.bos), ("eos_token", args.eos))
+                 if value is not None}
+    if source is None and os.path.isdir(args.template):
+        try:
+            return ChatTemplate.from_pretrained(args.template, name=args.template_name,
+                                                special_tokens=overrides)
+        except (OSError, ValueError) as error:
+            if isinstance(error, TemplateError):
+                raise
+            raise UsageError(f"cannot load the model folder {args.template}: {error}") from None
+    if args.template_name is not None:
+        raise UsageError("--template-name needs a model folder, not a template file")
+    if source is None:
+        source = read_text(args.template)
+    return ChatTemplate(source, special_tokens=overrides, name=args.template)
+
+
+def render_chat(template: ChatTemplate, messages: Any, options: dict, parts: bool) -> Any:
+    """Render, with the conversation's own mistakes (an empty one, a message that is not an
+    object, no default template for it) reported as a wrong input file."""
+    try:
+        if parts:
+            return template.render_parts(messages, **options)
+        return template.render(messages, **options)
+    except TemplateError:
+        raise
+    except (ValueError, TypeError) as error:
+        raise UsageError(str(error)) from None
 
 
 def tokens_command(args: argparse.Namespace) -> int:
@@ -100,15 +148,18 @@ def tokens_command(args: argparse.Namespace) -> int:
         raise UsageError("the tokens command needs the tokenizers package: "
                          "pip install 'jinjamark[hf]'") from None
     from .tokenizers import encode, special_tokens
+    path = args.tokenizer
+    if path is None:
+        path = os.path.join(args.template, "tokenizer.json")
+        if not os.path.isfile(path):
+            raise UsageError("tokens needs --tokenizer TOKENIZER.json (or a model folder with tokenizer.json)")
     try:
-        tokenizer = Tokenizer.from_file(args.tokenizer)
+        tokenizer = Tokenizer.from_file(path)
     except Exception as error:  # tokenizers raises its own Exception type for bad files
-        raise UsageError(f"cannot load {args.tokenizer}: {error}") from None
-    source = read_text(args.template)
+        raise UsageError(f"cannot load {path}: {error}") from None
     messages, options = chat_arguments(load_conversation(args.conversation), args)
-    template = ChatTemplate(source, special_tokens={"bos_token": args.bos, "eos_token": args.eos},
-                            name=args.template)
-    parts = template.render_parts(messages, **options)
+    template = load_template(args)
+    parts = render_chat(template, messages, options, parts=True)
     ids = encode(parts, tokenizer)
     specials = set(special_tokens(tokenizer).values())
     plain = tokenizer.encode("".join(p.text for p in parts), add_special_tokens=False).ids
@@ -133,17 +184,16 @@ def render_command(args: argparse.Namespace) -> int:
     else:
         if not (args.template and args.conversation):
             raise UsageError("render needs TEMPLATE and CONVERSATION.json (or --demo)")
-        source, name = read_text(args.template), args.template
+        source, name = None, args.template
         fixture = load_conversation(args.conversation)
 
     messages, options = chat_arguments(fixture, args)
     try:
-        template = ChatTemplate(source, special_tokens={"bos_token": args.bos,
-                                                        "eos_token": args.eos})
+        template = load_template(args, source)
         if args.parts or args.json:
-            parts = template.render_parts(messages, **options)
+            parts = render_chat(template, messages, options, parts=True)
         else:
-            sys.stdout.write(template.render(messages, **options))
+            sys.stdout.write(render_chat(template, messages, options, parts=False))
             return 0
     except TemplateError as error:
         if error.name is None:  # ChatTemplate compiles without a name: say which file it was

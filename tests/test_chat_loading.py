@@ -183,3 +183,83 @@ def test_without_a_template_the_error_is_transformers(tmp_path, tokenizer):
 def test_a_missing_folder_is_an_error(tmp_path):
     with pytest.raises(FileNotFoundError):
         jinjamark.ChatTemplate.from_pretrained(tmp_path / "nowhere")
+
+
+# ---------------------------------------------------------------------------- the command line
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    from jinjamark import cli
+    status = cli.main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def write_conversation(path, **fixture):
+    path.write_text(json.dumps({"messages": CONVERSATION, **fixture}), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("template_name", [None, "default", "tool_use", "rag"])
+def test_the_cli_renders_a_model_folder_with_its_special_tokens(tmp_path, capsys, tokenizer, template_name):
+    folder = layout("additional_chat_templates", tokenizer, tmp_path / "model")
+    conversation = write_conversation(tmp_path / "c.json", tools=[TOOL])
+    argv = ["render", folder, conversation, "--add-generation-prompt"]
+    argv += ["--template-name", template_name] if template_name else []
+    status, out, err = run_cli(capsys, *argv)
+    want = AutoTokenizer.from_pretrained(str(folder)).apply_chat_template(
+        CONVERSATION, tools=[TOOL], add_generation_prompt=True, tokenize=False, chat_template=template_name)
+    assert (status, out, err) == (0, want, "")
+    assert out.startswith(f"[{template_name or 'tool_use'}]<s>")
+
+
+def test_the_cli_bos_and_eos_override_the_folder(tmp_path, capsys, tokenizer):
+    folder = layout("chat_template.jinja", tokenizer, tmp_path / "model")
+    conversation = write_conversation(tmp_path / "c.json")
+    status, out, _ = run_cli(capsys, "render", folder, conversation, "--bos", "<|begin|>")
+    assert (status, out) == (0, "[default]<|begin|>user:hi</s>")
+
+
+def test_the_cli_with_a_template_file_has_no_special_tokens_unless_given(tmp_path, capsys):
+    template = tmp_path / "t.jinja"
+    template.write_text("{{ bos_token }}{{ messages[0].content }}{{ eos_token }}", encoding="utf-8")
+    conversation = write_conversation(tmp_path / "c.json")
+    assert run_cli(capsys, "render", template, conversation)[:2] == (0, "hi")
+    assert run_cli(capsys, "render", template, conversation, "--eos", "</s>")[:2] == (0, "hi</s>")
+    status, _, err = run_cli(capsys, "render", template, conversation, "--template-name", "rag")
+    assert status == 2 and "model folder" in err
+
+
+@pytest.mark.parametrize("fixture,message", [
+    ({"messages": []}, "empty conversation"),
+    ({"messages": ["hi"]}, "Chat messages should be dicts"),
+])
+def test_the_cli_reports_a_conversation_transformers_refuses_as_a_wrong_input(tmp_path, capsys, fixture, message):
+    template = tmp_path / "t.jinja"
+    template.write_text("{{ messages }}", encoding="utf-8")
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(fixture), encoding="utf-8")
+    status, out, err = run_cli(capsys, "render", template, path)
+    assert (status, out) == (2, "") and message in err
+
+
+def test_the_cli_names_the_templates_of_a_folder_without_default(tmp_path, capsys, tokenizer):
+    folder = layout("no-default", tokenizer, tmp_path / "model")
+    status, _, err = run_cli(capsys, "render", folder, write_conversation(tmp_path / "c.json"))
+    assert status == 2 and "['rag', 'tool_use']" in err
+
+
+def test_the_cli_marks_add_generation_prompt_taken_from_the_conversation_file(tmp_path, capsys):
+    template = tmp_path / "t.jinja"
+    template.write_text("{{ add_generation_prompt }}", encoding="utf-8")
+    path = write_conversation(tmp_path / "c.json", kwargs={"add_generation_prompt": "<|im_start|>"})
+    status, out, _ = run_cli(capsys, "render", template, path, "--json")
+    assert (status, json.loads(out)) == (0, [{"text": "<|im_start|>", "is_input": True}])
+
+
+def test_the_cli_tokens_of_a_folder_use_its_tokenizer(tmp_path, capsys, tokenizer):
+    folder = layout("chat_template.jinja", tokenizer, tmp_path / "model")
+    conversation = write_conversation(tmp_path / "c.json")
+    status, out, _ = run_cli(capsys, "tokens", folder, conversation)
+    theirs = AutoTokenizer.from_pretrained(str(folder))
+    assert status == 0
+    assert json.loads(out) == theirs.apply_chat_template(CONVERSATION, tokenize=True, return_dict=False)
