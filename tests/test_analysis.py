@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -249,3 +250,146 @@ def test_analysis_is_a_frozen_typed_record():
     with pytest.raises(AttributeError):
         analysis.variables = frozenset()  # type: ignore[misc]
     assert analysis.variables == {"messages"} and isinstance(analysis.variables, frozenset)
+
+
+# ---------------------------------------------------------------------------- 4. capabilities
+
+def caps(**flags) -> Capabilities:
+    return Capabilities(**flags)
+
+
+TOOLS_OBJECT = dict(tools=True, tool_calls=True, arguments="object", tool_responses=True)
+# Written by reading each template (what it prints, what it refuses), not by running analyze.
+EXPECTED_CAPABILITIES = {
+    # ChatML: any role printed as is; tool calls never read; content None cannot be concatenated
+    "chatml--teknium_OpenHermes-2.5-Mistral-7B.jinja": caps(system_role=True, tool_responses=True),
+    # Llama 3: roles must alternate (a tool turn breaks it)
+    "llama3--chujiezheng-llama-3-instruct.jinja": caps(system_role=True),
+    # Llama 3.1 / 3.2: one tool call per message, arguments through tojson, tool content tojson'd
+    "llamacpp--meta-llama-Llama-3.1-8B-Instruct.jinja": caps(system_role=True, **TOOLS_OBJECT),
+    "llamacpp--meta-llama-Llama-3.2-3B-Instruct.jinja": caps(system_role=True, **TOOLS_OBJECT),
+    "hfjs--meta-llama__Llama-3.2-11B-Vision-Instruct.jinja": caps(system_role=True, **TOOLS_OBJECT),
+    # Llama 2: the system text folded into the first [INST]; alternation enforced
+    "llama2--codellama_CodeLlama-34b-Instruct-hf.jinja": caps(system_role=True),
+    # Mistral v0.1: user/assistant only, alternating
+    "hfjs--TheBloke__Mistral-7B-Instruct-v0.1-GPTQ.jinja": caps(),
+    # Mistral v0.3 / Nemo: [TOOL_CALLS] with the function tojson'd and 9-character ids
+    "mistral--mistralai_Mistral-7B-Instruct-v0.3.jinja": caps(
+        system_role=True, parallel_tool_calls=True, tool_call_ids=True, **TOOLS_OBJECT),
+    "llamacpp--mistralai-Mistral-Nemo-Instruct-2407.jinja": caps(
+        system_role=True, parallel_tool_calls=True, tool_call_ids=True, **TOOLS_OBJECT),
+    # Gemma 1 / 2 refuse a system role and enforce alternation; Gemma 3 folds the system text
+    "gemma--google_gemma-7b-it.jinja": caps(),
+    "llamacpp--google-gemma-2-2b-it.jinja": caps(),
+    "gemma--axolotl-gemma3.jinja": caps(system_role=True),
+    # Phi-3 mini prints user and assistant only; Phi-4 also system
+    "phi--microsoft_Phi-3-mini-4k-instruct.jinja": caps(),
+    "phi--microsoft_phi-4.jinja": caps(system_role=True),
+    # Qwen 2.5: arguments tojson'd; Qwen 3 prints a string as is; both loop over the calls
+    "llamacpp--Qwen-Qwen2.5-7B-Instruct.jinja": caps(system_role=True, parallel_tool_calls=True,
+                                                    **TOOLS_OBJECT),
+    "llamacpp--Qwen-Qwen3-0.6B.jinja": caps(
+        system_role=True, tools=True, tool_calls=True, arguments="either", parallel_tool_calls=True,
+        tool_responses=True, reasoning=("reasoning_content",), enable_thinking=True),
+    # Qwen3-Coder: arguments | items into <parameter=...> blocks: an object only
+    "llamacpp--Qwen3-Coder.jinja": caps(system_role=True, parallel_tool_calls=True, **TOOLS_OBJECT),
+    # DeepSeek R1 / V3: arguments concatenated as text; no tool list; V3.1 tojson's them
+    "hfjs--deepseek-ai__DeepSeek-R1.jinja": caps(
+        system_role=True, tool_calls=True, arguments="string", parallel_tool_calls=True,
+        tool_responses=True),
+    "deepseek--axolotl-deepseek_v3.jinja": caps(
+        system_role=True, tool_calls=True, arguments="string", parallel_tool_calls=True,
+        tool_responses=True),
+    "llamacpp--deepseek-ai-DeepSeek-V3.1.jinja": caps(
+        system_role=True, tool_calls=True, arguments="object", parallel_tool_calls=True,
+        tool_responses=True, enable_thinking=True),
+    # Command R7B: ids mapped to counters (never printed); reasoning only beside tool calls
+    "llamacpp--CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja": caps(
+        system_role=True, parallel_tool_calls=True, reasoning=("reasoning_content",),
+        enable_thinking=True, **TOOLS_OBJECT),
+    # Command-R v01 tool_use: Cohere's own tool format (tool.name at the top) and no render
+    # without tools: every probe raises
+    "hfjs--CohereForAI__c4ai-command-r-v01.jinja": caps(),
+    # Granite 3.3: tools listed, tool calls never read, any role printed
+    "llamacpp--ibm-granite-granite-3.3-2B-Instruct.jinja": caps(system_role=True, tools=True,
+                                                               tool_responses=True),
+    # Hermes 2 Pro: needs tools to render at all; string arguments printed as is
+    "llamacpp--NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja": caps(
+        system_role=True, tools=True, tool_calls=True, arguments="either", parallel_tool_calls=True,
+        tool_responses=True),
+    # Functionary v3.2: arguments concatenated as text
+    "llamacpp--meetkai-functionary-medium-v3.2.jinja": caps(
+        system_role=True, tools=True, tool_calls=True, arguments="string", parallel_tool_calls=True,
+        tool_responses=True),
+    # gpt-oss: the first tool call only; `thinking` rendered on the last assistant turn
+    "llamacpp--openai-gpt-oss-120b.jinja": caps(system_role=True, reasoning=("thinking",),
+                                                **TOOLS_OBJECT),
+    # SmolLM3: /think or /no_think from enable_thinking; tool results as user turns
+    "llamacpp--HuggingFaceTB-SmolLM3-3B.jinja": caps(system_role=True, tool_responses=True,
+                                                     enable_thinking=True),
+    # Zephyr: user, system, assistant only
+    "hfjs--HuggingFaceH4__zephyr-7b-beta.jinja": caps(system_role=True),
+    # Vicuna: every role that is not system or user is printed as ASSISTANT
+    "vicuna--Orca-Vicuna.jinja": caps(system_role=True, tool_responses=True),
+    # Alpaca: alternation enforced
+    "alpaca--chujiezheng-alpaca.jinja": caps(system_role=True),
+    # Idefics3: content must be a list of typed parts; any role printed
+    "smollm--trl-idefics3_training.jinja": caps(requires_typed_content=True, system_role=True,
+                                                tool_responses=True),
+}
+
+
+def test_capability_expectations_cover_many_families():
+    assert len(EXPECTED_CAPABILITIES) >= 25
+    families = {name.split("--")[1].split("-")[0].split("_")[0] for name in EXPECTED_CAPABILITIES}
+    assert len(families) >= 15
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_CAPABILITIES))
+def test_capabilities_match_what_the_template_says(name):
+    found = jinjamark.analyze(corpus(name)).capabilities
+    assert dataclasses.replace(found, failed_probes=()) == EXPECTED_CAPABILITIES[name]
+
+
+ANY_ROLE = ("{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% for c in m.tool_calls or [] %}"
+            "[{{ c.id }}:{{ c.function.arguments | tojson }}]{% endfor %}{% endfor %}"
+            "{% if tools %}{{ tools | tojson }}{% endif %}")
+
+
+def test_one_probe_that_raises_turns_off_only_its_own_flag():
+    """llama.cpp's bug 28786: one failing probe turned every capability off."""
+    refuses_system = ("{% if messages[0].role == 'system' %}{{ raise_exception('no system') }}"
+                      "{% endif %}" + ANY_ROLE)
+    found = jinjamark.analyze(refuses_system).capabilities
+    assert found.failed_probes == ("system_role",)
+    assert dataclasses.replace(found, failed_probes=()) == caps(
+        tools=True, tool_calls=True, arguments="object", parallel_tool_calls=True,
+        tool_responses=True, tool_call_ids=True)
+    assert jinjamark.analyze(ANY_ROLE).capabilities.system_role
+
+
+def test_a_template_raising_on_tools_keeps_its_other_flags():
+    refuses_tools = "{% if tools %}{{ raise_exception('no tools') }}{% endif %}" + ANY_ROLE
+    found = jinjamark.analyze(refuses_tools).capabilities
+    assert found.failed_probes == ("tools",)
+    assert found.system_role and found.tool_calls and found.tool_responses and not found.tools
+
+
+def test_a_template_raising_on_typed_content_does_not_require_it():
+    found = jinjamark.analyze("{% for m in messages %}{{ m.content + '.' }}{% endfor %}").capabilities
+    assert "typed_content" in found.failed_probes
+    assert not found.requires_typed_content and found.system_role and found.tool_responses
+
+
+def test_a_template_that_never_renders_has_no_capabilities_and_says_which_probes_failed():
+    found = jinjamark.analyze("{{ raise_exception('never') }}{{ tools }}{{ enable_thinking }}").capabilities
+    assert dataclasses.replace(found, failed_probes=()) == caps()
+    assert {"system_role", "tools", "tool_responses", "enable_thinking"} <= set(found.failed_probes)
+
+
+def test_analyze_takes_the_special_tokens_the_probes_render_with():
+    source = ("{% if bos_token is not defined %}{{ raise_exception('no BOS') }}{% endif %}"
+              "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}")
+    assert jinjamark.analyze(source).capabilities.system_role  # <s> and </s> by default
+    assert jinjamark.analyze(source, special_tokens={"bos_token": "[B]"}).capabilities.system_role
+    assert not jinjamark.analyze(source, special_tokens={}).capabilities.system_role

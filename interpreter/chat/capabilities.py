@@ -117,11 +117,11 @@ class _Prober:
 
 
 def _typed(message: dict) -> dict:
-    """The message with a text content given as one typed part."""
+    """The message with its text content (also an empty or missing one) as one typed part."""
     content = message.get("content")
-    if not isinstance(content, str) or not content:
+    if content is not None and not isinstance(content, str):
         return message
-    return {**message, "content": [{"type": "text", "text": content}]}
+    return {**message, "content": [{"type": "text", "text": content or ""}]}
 
 
 def _tool_variants(calls: list, response: bool) -> Iterable[tuple[list, dict]]:
