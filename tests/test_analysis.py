@@ -207,6 +207,67 @@ def test_content_format_is_vllms_decision(source):
     assert fmt(source) == CONTENT_FORMAT_CASES[source]
 
 
+def vllm_walk_on_jinja2(source: str) -> str:
+    """vLLM's content-format walk, restated over Jinja2's own AST (transformers' environment):
+    the same decision made on the other engine's tree, to check that ours is read alike."""
+    from jinja2 import nodes
+
+    def reads(node, name, key=None):
+        if isinstance(node, nodes.Filter):
+            return node.node is not None and reads(node.node, name, key)
+        if isinstance(node, nodes.Test):
+            return reads(node.node, name, key)
+        if isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Slice):
+            return reads(node.node, name, key)
+        if key is None:
+            return isinstance(node, nodes.Name) and node.ctx == "load" and node.name == name
+        if isinstance(node, nodes.Getitem):
+            hit = isinstance(node.arg, nodes.Const) and node.arg.value == key
+        elif isinstance(node, nodes.Getattr):
+            hit = node.attr == key
+        else:
+            return False
+        return hit and reads(node.node, name)
+
+    tree = transformers_utils._compile_jinja_template(source).environment.parse(source)
+    try:
+        aliases = ["messages"]
+        for name in aliases:  # grows while it is walked
+            for assign in tree.find_all(nodes.Assign):
+                if reads(assign.node, name):
+                    assert isinstance(assign.target, nodes.Name)
+                    if assign.target.name not in aliases:
+                        aliases.append(assign.target.name)
+        loops = list(tree.find_all(nodes.For))
+        message_names = []
+        for loop in loops:
+            if any(reads(loop.iter, name) for name in aliases):
+                assert isinstance(loop.target, nodes.Name)
+                message_names.append(loop.target.name)
+        for loop in loops:
+            if any(reads(loop.iter, name, "content") for name in message_names):
+                assert isinstance(loop.target, nodes.Name)
+                return "openai"
+        return "string"
+    except AssertionError:
+        return "string"
+
+
+@pytest.mark.parametrize("name", CORPUS)
+def test_content_format_agrees_with_the_walk_over_jinja2s_tree(name):
+    source = corpus(name)
+    assert content_format(_tree(source)) == vllm_walk_on_jinja2(source)
+
+
+def test_content_format_cases_agree_with_the_walk_over_jinja2s_tree():
+    for source, expected in CONTENT_FORMAT_CASES.items():
+        assert vllm_walk_on_jinja2(source) == expected, source
+
+
+def _tree(source: str):
+    return jinjamark.chat.shared_environment().from_string(source).tree
+
+
 @pytest.mark.parametrize("name, expected", [
     ("chatml--teknium_OpenHermes-2.5-Mistral-7B.jinja", "string"),
     ("llamacpp--meta-llama-Llama-3.1-8B-Instruct.jinja", "string"),
