@@ -301,8 +301,9 @@ def test_training_templates_have_generation(name):
 
 def test_keys_are_the_names_read_off_values():
     keys = jinjamark.analyze("{{ m.role }}{{ m['content'] }}{{ m.get('name') }}{% if 'thinking' in m %}"
-                             "{% endif %}{{ m[0] }}{{ m.0 }}{{ m[k] }}").keys
-    assert keys == {"role", "content", "get", "name", "thinking"}
+                             "{% endif %}{{ m[0] }}{{ m.0 }}{{ m[k] }}{{ m.text.strip() }}"
+                             "{% for x in y %}{{ loop.last }}{% endfor %}").keys
+    assert keys == {"role", "content", "name", "thinking", "text"}
 
 
 def test_analysis_is_a_frozen_typed_record():

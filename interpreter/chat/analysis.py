@@ -64,12 +64,16 @@ def _compiled(source: str) -> ast.Template:
 
 def keys_read(tree: ast.Template) -> frozenset[str]:
     """The constant names the template reads off values: `x.name`, `x['name']`, `x.get('name')`
-    and `'name' in x`."""
+    and `'name' in x` (also `'text' in x.content`: a superset). Methods called (`x.strip()`) and
+    the loop's own attributes (`loop.last`) are left out."""
+    nodes = list(ast.walk(tree))
+    methods = {id(node.func) for node in nodes if type(node) is ast.Call}
     found = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         kind = type(node)
-        if kind is ast.GetAttr and isinstance(node.attr, str):
-            found.add(node.attr)
+        if kind is ast.GetAttr and isinstance(node.attr, str) and id(node) not in methods:
+            if not (type(node.obj) is ast.Name and node.obj.name == "loop"):
+                found.add(node.attr)
         elif kind is ast.GetItem and type(node.key) is ast.Const and isinstance(node.key.value, str):
             found.add(node.key.value)
         elif (kind is ast.Call and type(node.func) is ast.GetAttr and node.func.attr == "get"
