@@ -205,3 +205,25 @@ def test_comparison_with_sanitize_control_tokens(qwen, capsys):
         print("\nsanitize comparison:", dict(counts))
     assert counts["ours safe"] == counts["cases"]
     assert counts["transformers safe"] <= counts["ours safe"]
+
+
+def test_control_tokens_follow_the_tokenizer_when_it_changes():
+    """They are cached per tokenizer state: a token added or made special counts at once."""
+    raw = Tokenizer(models.BPE())
+    raw.add_special_tokens(["<s>"])
+    tok = PreTrainedTokenizerFast(tokenizer_object=raw, bos_token="<s>")
+    source = "{{ '<tool_call>' }}<new>{{ messages }}"
+    assert set(control_tokens(tok, source)) == {"<s>"}
+    tok.add_tokens(["<tool_call>"])
+    assert set(control_tokens(tok, source)) == {"<s>", "<tool_call>"}
+    tok.add_special_tokens({"additional_special_tokens": ["<other>"]})
+    assert set(control_tokens(tok, source)) == {"<s>", "<tool_call>", "<other>"}
+    tok.chat_control_tokens = ["<other>"]
+    assert set(control_tokens(tok, source)) == set(tok._get_control_tokens(source))
+    raw_tok = Tokenizer(models.BPE())
+    raw_tok.add_tokens(["<zzz>"])
+    assert control_tokens(raw_tok, source) == {}
+    raw_tok.add_tokens(["<new>"])  # in the template's text
+    assert set(control_tokens(raw_tok, source)) == {"<new>"}
+    raw_tok.add_special_tokens(["<yyy>"])
+    assert set(control_tokens(raw_tok, source)) == {"<new>", "<yyy>"}

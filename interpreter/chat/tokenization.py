@@ -70,19 +70,46 @@ def special_tokens(tokenizer: Any) -> dict[str, int]:
 def control_tokens(tokenizer: Any, template: Any = None) -> dict[str, int]:
     """transformers' `_get_control_tokens`: the special tokens, plus the added tokens named in
     `tokenizer.chat_control_tokens`, or when that is not set, the added tokens (not whitespace)
-    found in the template's literal text (none without a template)."""
-    control = special_tokens(tokenizer)
+    found in the template's literal text (none without a template).
+
+    Found once per tokenizer state and template: reading a tokenizer's added tokens costs more
+    than encoding a short prompt. The key holds what can change them (the vocabulary's size,
+    the special tokens, `chat_control_tokens`); a tokenizer without a backend is not cached."""
     named = getattr(tokenizer, "chat_control_tokens", None)
+    literal = literal_text(template) if template is not None and named is None else ""
+    key = _cache_key(tokenizer, named, literal)
+    if key is not None:
+        found = _control_cache.get(key)
+        if found is not None and found[0] is tokenizer:
+            return found[1]
+    control = special_tokens(tokenizer)
     if named is not None:
         chosen = set(named)
         wanted = lambda content: content in chosen  # noqa: E731
     else:
-        literal = literal_text(template) if template is not None else ""
         wanted = lambda content: content in literal and not content.isspace()  # noqa: E731
     for token_id, token in added_tokens(tokenizer).items():
         if token.content not in control and wanted(token.content):
             control[token.content] = token_id
+    if key is not None:
+        if len(_control_cache) >= 64:
+            _control_cache.clear()
+        _control_cache[key] = (tokenizer, control)
     return control
+
+
+_control_cache: dict[tuple, tuple[Any, dict[str, int]]] = {}
+
+
+def _cache_key(tokenizer: Any, named: Any, literal: str) -> Optional[tuple]:
+    backend = backend_of(tokenizer)
+    if backend is None:
+        return None
+    specials = tuple(getattr(tokenizer, "all_special_tokens", None) or ())
+    if backend is tokenizer:  # a bare tokenizers.Tokenizer: its special flags are in the decoder
+        specials = tuple(t.content for t in backend.get_added_tokens_decoder().values() if t.special)
+    return (id(tokenizer), backend.get_vocab_size(True), specials,
+            None if named is None else tuple(named), literal)
 
 
 def literal_text(template: Any) -> str:
