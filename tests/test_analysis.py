@@ -264,6 +264,45 @@ def test_content_format_cases_agree_with_the_walk_over_jinja2s_tree():
         assert vllm_walk_on_jinja2(source) == expected, source
 
 
+NAMES = ["messages", "messages", "m", "a", "b", "c"]
+READS = ["{}", "{}", "{}[1:]", "{}|list", "{}|reverse|list", "({} is iterable)",
+         "({} is not string)", "{}.content", "{}['content']", "{}.content[1:]",
+         "{}['content']|select", "{}[0]", "{}.parts", "{} ~ ''"]
+TARGETS = ["m", "m", "m", "c", "c", "a", "i, m"]
+
+
+@st.composite
+def content_walk_cases(draw) -> str:
+    """Templates of `set` aliases and nested loops over messages, their content and aliases."""
+    def expression():
+        return draw(st.sampled_from(READS)).format(draw(st.sampled_from(NAMES)))
+
+    def body(depth):
+        parts = []
+        for _ in range(draw(st.integers(1, 3))):
+            kind = draw(st.sampled_from(["set", "for", "for", "text"] if depth else ["set", "text"]))
+            if kind == "set":
+                target = draw(st.sampled_from(["a", "b", "a", "b", "ns.x", "a, b"]))
+                parts.append(f"{{% set {target} = {expression()} %}}")
+            elif kind == "for":
+                source = draw(st.sampled_from(["messages", "a", "m.content", "m['content'][1:]",
+                                               "c.content", "m.content|list", "expression"]))
+                source = expression() if source == "expression" else source
+                head = f"{draw(st.sampled_from(TARGETS))} in {source}"
+                parts.append(f"{{% for {head} %}}{body(depth - 1)}{{% endfor %}}")
+            else:
+                parts.append("{{ " + expression() + " }}")
+        return "".join(parts)
+
+    return body(3)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), phases=PHASES)
+@given(source=content_walk_cases())
+def test_generated_templates_get_the_content_format_of_the_walk_over_jinja2s_tree(source):
+    assert content_format(_tree(source)) == vllm_walk_on_jinja2(source), source
+
+
 def _tree(source: str):
     return jinjamark.chat.shared_environment().from_string(source).tree
 
