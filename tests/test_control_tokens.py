@@ -227,3 +227,13 @@ def test_control_tokens_follow_the_tokenizer_when_it_changes():
     assert set(control_tokens(raw_tok, source)) == {"<new>"}
     raw_tok.add_special_tokens(["<yyy>"])
     assert set(control_tokens(raw_tok, source)) == {"<new>", "<yyy>"}
+
+
+def test_without_a_template_every_added_token_is_a_control_token(qwen):
+    """ChatTemplate.encode and the CLI may not say which template rendered the parts: then no
+    added token is taken from input."""
+    assert set(control_tokens(qwen)) == set(SPECIALS) | set(QWEN_ADDED)
+    parts = [jinjamark.Part("<think>", False), jinjamark.Part("<tool_call>", True)]
+    ids = encode(parts, qwen)
+    assert qwen.convert_tokens_to_ids("<think>") in ids
+    assert qwen.convert_tokens_to_ids("<tool_call>") not in ids

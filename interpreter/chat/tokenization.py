@@ -25,8 +25,9 @@ def encode(parts: Sequence[Part], tokenizer: Any, *, template: Any = None,
            control: Optional[Mapping[str, int]] = None) -> list[int]:
     """Token ids for rendered parts; control tokens are only parsed in template parts.
 
-    `template` (a jinjamark `Template`, `ChatTemplate` or template source) adds the added tokens
-    its text contains to the control tokens; `control` gives them outright (content -> id)."""
+    Give the `template` (a jinjamark `Template`, `ChatTemplate` or template source) so that the
+    control tokens are transformers' (the added tokens its text contains); without it every
+    added token is one. `control` gives them outright (content -> id)."""
     if control is None:
         control = control_tokens(tokenizer, template)
     return encode_runs([InputRuns(parts)], tokenizer, control)[0].ids
@@ -70,13 +71,14 @@ def special_tokens(tokenizer: Any) -> dict[str, int]:
 def control_tokens(tokenizer: Any, template: Any = None) -> dict[str, int]:
     """transformers' `_get_control_tokens`: the special tokens, plus the added tokens named in
     `tokenizer.chat_control_tokens`, or when that is not set, the added tokens (not whitespace)
-    found in the template's literal text (none without a template).
+    found in the template's literal text. Without a template, every added token (not
+    whitespace) counts: a token we cannot tell is the template's is kept out of input.
 
     Found once per tokenizer state and template: reading a tokenizer's added tokens costs more
     than encoding a short prompt. The key holds what can change them (the vocabulary's size,
     the special tokens, `chat_control_tokens`); a tokenizer without a backend is not cached."""
     named = getattr(tokenizer, "chat_control_tokens", None)
-    literal = literal_text(template) if template is not None and named is None else ""
+    literal = literal_text(template) if template is not None and named is None else None
     key = _cache_key(tokenizer, named, literal)
     if key is not None:
         found = _control_cache.get(key)
@@ -86,6 +88,8 @@ def control_tokens(tokenizer: Any, template: Any = None) -> dict[str, int]:
     if named is not None:
         chosen = set(named)
         wanted = lambda content: content in chosen  # noqa: E731
+    elif literal is None:
+        wanted = lambda content: not content.isspace()  # noqa: E731
     else:
         wanted = lambda content: content in literal and not content.isspace()  # noqa: E731
     for token_id, token in added_tokens(tokenizer).items():
@@ -101,7 +105,7 @@ def control_tokens(tokenizer: Any, template: Any = None) -> dict[str, int]:
 _control_cache: dict[tuple, tuple[Any, dict[str, int]]] = {}
 
 
-def _cache_key(tokenizer: Any, named: Any, literal: str) -> Optional[tuple]:
+def _cache_key(tokenizer: Any, named: Any, literal: Optional[str]) -> Optional[tuple]:
     backend = backend_of(tokenizer)
     if backend is None:
         return None
