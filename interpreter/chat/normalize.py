@@ -74,18 +74,26 @@ def normalize_messages(conversation: Any) -> list[dict]:
     """transformers' `_normalize_chat_messages`: message objects as dicts, None-valued keys dropped.
 
     Values inside a message are converted by the template-data walk later (one copy)."""
-    messages = _as_dict(getattr(conversation, "messages", conversation))
+    messages = conversation if type(conversation) is list else _as_dict(
+        getattr(conversation, "messages", conversation))
     out = []
     for message in messages:
-        message = _as_dict(message)
         if type(message) is not dict:
-            raise _bad_message(message)
-        out.append({k: v for k, v in message.items() if v is not None})
+            message = _as_dict(message)
+            if type(message) is not dict:
+                raise _bad_message(message)
+        for value in message.values():
+            if value is None:  # copied only when there is a key to drop (the walk copies later)
+                message = {k: v for k, v in message.items() if v is not None}
+                break
+        out.append(message)
     return out
 
 
 def alias_reasoning(message: dict) -> dict:
     """transformers' `_alias_reasoning_fields` for one (already plain) message."""
+    if "reasoning_content" not in message and "thinking" not in message and "reasoning" not in message:
+        return message
     for key in REASONING_FIELDS:
         reasoning = message.get(key)
         if reasoning is not None:
@@ -132,13 +140,18 @@ def plain(value: Any, depth: int = 0) -> Any:
         raise _too_deep()
     d = depth + 1
     if t is dict:
-        out = {}
-        for k, v in value.items():
-            out[k if type(k) in _JSON_SCALARS else plain(k, d)] = v if type(v) in _JSON_SCALARS else plain(v, d)
-        return out
+        return _plain_dict(value, d)
     if t is list:
         return [v if type(v) in _JSON_SCALARS else plain(v, d) for v in value]
     return _other(value, depth, plain, _plain_leaf)
+
+
+def _plain_dict(value: dict, d: int) -> dict:
+    out = {}
+    scalars = _JSON_SCALARS
+    for k, v in value.items():
+        out[k if type(k) in scalars else plain(k, d)] = v if type(v) in scalars else plain(v, d)
+    return out
 
 
 def _plain_leaf(value: Any) -> Any:
@@ -174,12 +187,7 @@ def marked(value: Any, depth: int = 0) -> Any:
         raise _too_deep()
     d = depth + 1
     if t is dict:
-        out = {}
-        for k, v in value.items():
-            tv = type(v)
-            out[_mark_str(k) if type(k) is str else marked(k, d)] = \
-                _mark_str(v) if tv is str else v if v is None else marked(v, d)
-        return out
+        return _marked_dict(value, d)
     if t is list:
         return [_mark_str(v) if type(v) is str else marked(v, d) for v in value]
     if t is int:
@@ -189,6 +197,23 @@ def marked(value: Any, depth: int = 0) -> Any:
     if t is Input or t is InputInt or t is InputFloat or isinstance(value, Marked):
         return value  # marked by the host already: its marks are kept
     return _other(value, depth, marked, _mark_leaf)
+
+
+def _marked_dict(value: dict, d: int) -> dict:
+    """`marked` of a dict whose items are at depth `d`: the common leaves inline (this loop runs
+    for every message, tool call and schema of every render_parts)."""
+    out = {}
+    short = _SHORT.get
+    for k, v in value.items():
+        key = (short(k) or _mark_str(k)) if type(k) is str else marked(k, d)
+        tv = type(v)
+        if tv is str:
+            out[key] = (short(v) or _mark_str(v)) if 0 < len(v) <= 16 else Input(v) if v else v
+        elif v is None or tv is bool:
+            out[key] = v
+        else:
+            out[key] = marked(v, d)
+    return out
 
 
 def _mark_leaf(value: Any) -> Any:
@@ -233,6 +258,11 @@ def _other(value: Any, depth: int, walk: Callable[[Any, int], Any], leaf: Callab
 def template_messages(messages: list[dict], walk: Callable[[Any, int], Any]) -> list[dict]:
     """Normalised messages as the template sees them: walked, reasoning aliased."""
     out = []
+    add = out.append
+    by_dict = _marked_dict if walk is marked else _plain_dict if walk is plain else None
     for message in messages:
-        out.append(alias_reasoning(walk(message, 1)))
+        m = walk(message, 1) if by_dict is None else by_dict(message, 2)
+        if "reasoning_content" in m or "thinking" in m or "reasoning" in m:
+            m = alias_reasoning(m)
+        add(m)
     return out
