@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import dataclasses
-import os
+import functools
 from pathlib import Path
 
 import pytest
@@ -32,6 +32,12 @@ CORPUS = sorted(path.name for path in TEMPLATES.glob("*.jinja"))
 
 def corpus(name: str) -> str:
     return (TEMPLATES / name).read_text()
+
+
+@functools.lru_cache(maxsize=None)
+def analysis_of(name: str) -> Analysis:
+    """analyze() of a corpus template, once per run (several tests read it)."""
+    return jinjamark.analyze(corpus(name))
 
 
 def transformers_variables(source: str):
@@ -59,7 +65,7 @@ def test_the_corpus_is_whole():
 
 @pytest.mark.parametrize("name", CORPUS)
 def test_analyze_finds_the_variables_jinja2_meta_finds_on_every_corpus_template(name):
-    assert_same_variables(corpus(name), lambda source: jinjamark.analyze(source).variables)
+    assert_same_variables(corpus(name), lambda source: analysis_of(name).variables)
 
 
 class VariablesBuilder(ChatScopingBuilder):
@@ -320,7 +326,7 @@ def _tree(source: str):
     ("hfjs--Qwen__Qwen3.5-4B.jinja", "string"),
 ])
 def test_content_format_of_corpus_templates(name, expected):
-    assert fmt(corpus(name)) == expected
+    assert analysis_of(name).content_format == expected
 
 
 # ---------------------------------------------------------------------------- 3. generation, keys
@@ -335,7 +341,7 @@ def test_has_generation_finds_the_tag_also_inside_macros_and_branches():
 @pytest.mark.parametrize("name", ["qwen--trl-qwen3_training.jinja", "llama3--trl-llama3_training.jinja",
                                   "smollm--trl-idefics3_training.jinja"])
 def test_training_templates_have_generation(name):
-    assert jinjamark.analyze(corpus(name)).has_generation
+    assert analysis_of(name).has_generation
 
 
 def test_keys_are_the_names_read_off_values():
@@ -448,7 +454,7 @@ def test_capability_expectations_cover_many_families():
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_CAPABILITIES))
 def test_capabilities_match_what_the_template_says(name):
-    found = jinjamark.analyze(corpus(name)).capabilities
+    found = analysis_of(name).capabilities
     assert dataclasses.replace(found, failed_probes=()) == EXPECTED_CAPABILITIES[name]
 
 
