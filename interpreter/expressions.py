@@ -11,9 +11,13 @@ from .formatting import percent_format
 from .markup import is_safe, markup_add, markup_join, markup_mod
 from .marks import Input, Mixed, concat
 from .hostcalls import host_result
+from .metering import COPY, charge, charge_compare, charge_walk
 from .runtime import BlockReference, Function, Joiner, LoopContext, Macro, Method
 from .undefined import Undefined
 from .values import get_attribute, get_item, to_string
+
+
+_SMALL = 256  # characters or items copied without metering: fuel bounds the steps that do it
 
 
 def eval_const(ev, node: ast.Const, scope):
@@ -33,7 +37,13 @@ def eval_tuple(ev, node: ast.TupleLiteral, scope):
 
 
 def eval_dict(ev, node: ast.DictLiteral, scope):
-    return {ev.eval(k, scope): ev.eval(v, scope) for k, v in node.pairs}
+    result = {}
+    for k, v in node.pairs:
+        key = ev.eval(k, scope)
+        if type(key) is tuple:  # hashing a tuple walks all of it
+            charge_walk(key)
+        result[key] = ev.eval(v, scope)
+    return result
 
 
 def eval_getattr(ev, node: ast.GetAttr, scope):
@@ -47,8 +57,14 @@ def eval_getitem(ev, node: ast.GetItem, scope):
         # constant (then a failing slice is undefined, as any failing item access)
         key = ev.eval(node.key, scope)
         kind = type(obj)  # safe text (Markup, safe marked) slices itself: the slice stays safe
-        return marks.getitem(obj, key) if kind is str or kind is Input or kind is Mixed else obj[key]
-    return get_item(obj, ev.eval(node.key, scope), ev.undefined, ev.mutable)
+        result = marks.getitem(obj, key) if kind is str or kind is Input or kind is Mixed else obj[key]
+        if isinstance(result, (str, list, tuple)) and len(result) > _SMALL:
+            charge(len(result) * COPY)
+        return result
+    key = ev.eval(node.key, scope)
+    if type(key) is tuple:
+        charge_walk(key)
+    return get_item(obj, key, ev.undefined, ev.mutable)
 
 
 def eval_slice(ev, node: ast.Slice, scope):
@@ -103,6 +119,7 @@ def call_value(func: Any, args: list, kwargs: dict, autoescape: Any = None) -> A
         return func.invoke(func, tuple(args), kwargs, autoescape)
     if type(func) in _OWN_CALLABLES:  # they keep marks; the host's functions are taken fail safe
         return func(*args, **kwargs)
+    charge_walk(*args, *kwargs.values())  # what a host function may print, compare or hash
     return host_result(func, func(*args, **kwargs), args, kwargs)
 
 
@@ -209,11 +226,15 @@ def binary(ev, op: str, left: Any, right: Any) -> Any:
         tl, tr = type(left), type(right)
         if ((tl is str or tl is Input or tl is Mixed and not is_safe(left))
                 and (tr is str or tr is Input or tr is Mixed and not is_safe(right))):
-            if len(left) + len(right) > 100_000:
+            if len(left) + len(right) > _SMALL:
                 ev.budget.limits.check_size(len(left) + len(right))
+                charge((len(left) + len(right)) * COPY)
             return left + right if tl is str and tr is str else marks.concat2(left, right)
     if op == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
         ev.budget.limits.check_size(len(left) + len(right))
+        if isinstance(left, (list, tuple)):
+            ev.budget.limits.check_items(len(left) + len(right))
+        charge((len(left) + len(right)) * COPY)
     if op == "+" and not isinstance(left, Undefined) and (is_safe(left) or is_safe(right)):
         return markup_add(left, right)  # safe text escapes what is added to it
     if op == "%" and isinstance(left, str):
@@ -245,7 +266,10 @@ def eval_logical(ev, node: ast.Logical, scope):
 
 def eval_concat(ev, node: ast.Concat, scope):
     pieces = [to_string(ev.eval(item, scope)) for item in node.items]
-    ev.budget.limits.check_size(sum(map(len, pieces)))
+    size = sum(map(len, pieces))
+    ev.budget.limits.check_size(size)
+    if size > _SMALL:
+        charge(size * COPY)
     return markup_join(pieces) if ev.autoescape else concat(pieces)
 
 
@@ -273,6 +297,8 @@ def eval_compare(ev, node: ast.Compare, scope):
         if compare is None:
             raise TemplateRuntimeError(f"no operator {op!r}: a rule builds it, but no enabled "
                                        "extension defines it")
+        if type(left) is not int or type(right) is not int:
+            charge_compare(left, right)  # strings scanned, structures walked: metered
         result = compare(left, right)
         if not result:
             return result

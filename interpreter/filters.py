@@ -160,12 +160,13 @@ FILTERS: dict[str, Callable] = {
 # hashing filters walk their items (sort, max, unique: in filters_sequence), lazy ones charge
 # per item taken (map, select, batch); `length` and friends do no work worth metering.
 _S, _C, _T, _R, _I = metering.SCAN, metering.COPY, metering.TEXT, metering.REGEX, metering.ITEM
+_JOIN = 250  # an item printed and joined (Python steps per item for numbers and values)
 _COSTS: dict[str, float] = {
     "capitalize": _T, "center": _C, "e": _T, "escape": _T, "forceescape": _T, "format": _C,
-    "indent": _C, "join": _I, "list": _I, "lower": _C, "replace": _C, "reverse": _I,
-    "safe": _C, "string": _C, "striptags": _R, "sum": _I, "title": _T, "tojson": _T,
-    "trim": _S, "truncate": _C, "upper": _C, "urlencode": _T, "urlize": _R, "wordcount": _R,
-    "wordwrap": _R, "xmlattr": _T, "items": _I, "pprint": _T, "filesizeformat": 0,
+    "indent": _C, "join": _JOIN, "list": _I, "lower": _C, "replace": _C, "reverse": _I,
+    "safe": _C, "string": _C, "striptags": _R, "sum": _I, "title": metering.TITLE, "tojson": _T,
+    "trim": _S, "truncate": _C, "upper": _C, "urlencode": _T, "urlize": metering.LINKS, "wordcount": _R,
+    "wordwrap": metering.WRAP, "xmlattr": _T, "items": _I, "pprint": _T, "filesizeformat": 0,
     "first": 0, "last": 0, "random": 0, "dictsort": 0, "groupby": 0, "max": 0, "min": 0,
     "sort": 0, "unique": 0, "map": 0, "select": 0, "reject": 0, "selectattr": 0,
     "rejectattr": 0, "batch": 0, "slice": _I,

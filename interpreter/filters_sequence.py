@@ -11,7 +11,7 @@ from collections import abc
 from itertools import groupby
 from typing import Any, Callable, Iterator, Optional
 
-from . import marks
+from . import marks, metering
 from .environment_tools import pass_environment, pass_eval_context
 from .markup import Markup, _wrap, escape
 from .filters_support import (FilterArgumentError, ignore_case, make_attrgetter,
@@ -48,6 +48,7 @@ def _min_or_max(env: Any, value: Any, pick: Callable, case_sensitive: bool,
     items = list(value)
     if not items:
         return env.undefined("No aggregated item, sequence was empty.")
+    metering.charge_sort(items)
     key = make_attrgetter(env, attribute, postprocess=None if case_sensitive else ignore_case)
     return pick(items, key=key)
 
@@ -66,7 +67,14 @@ def do_max(env: Any, value: Any, case_sensitive: bool = False, attribute: Any = 
 def do_sum(env: Any, iterable: Any, attribute: Any = None, start: Any = 0) -> Any:
     if attribute is not None:
         iterable = map(make_attrgetter(env, attribute), iterable)
-    return sum(iterable, start)
+    if not isinstance(start, (list, tuple, str)):
+        return sum(metering.each(iterable, metering.ITEM), start)
+    total = start  # a sum of sequences copies what it has so far at each step: charged so
+    for item in metering.each(iterable, metering.ITEM):
+        if isinstance(item, (list, tuple, str)):
+            metering.charge((len(total) + len(item)) * metering.ITEM)
+        total = total + item
+    return total
 
 
 # ---------------------------------------------------------------------------- shaping
@@ -106,7 +114,7 @@ def do_join(eval_ctx: Any, value: Any, d: Any = "", attribute: Any = None) -> st
 
 def do_batch(value: Any, linecount: int, fill_with: Any = None) -> Iterator[list]:
     batch: list = []
-    for item in value:
+    for item in metering.each(value):
         if len(batch) == linecount:
             yield batch
             batch = []
@@ -120,6 +128,8 @@ def do_batch(value: Any, linecount: int, fill_with: Any = None) -> Iterator[list
 def do_slice(value: Any, slices: int, fill_with: Any = None) -> Iterator[list]:
     """`slices` columns; the first `len % slices` get one item more, the others the filler."""
     items = list(value)
+    if isinstance(slices, int):
+        metering.charge(slices * metering.CALL)
     per_slice, with_extra = divmod(len(items), slices)
     start = 0
     for number in range(slices):
@@ -146,7 +156,9 @@ def do_items(value: Any) -> Iterator[tuple]:
 def do_sort(env: Any, value: Any, reverse: bool = False, case_sensitive: bool = False,
             attribute: Any = None) -> list:
     key = make_multi_attrgetter(env, attribute, None if case_sensitive else ignore_case)
-    return sorted(value, key=key, reverse=reverse)
+    items = list(value)
+    metering.charge_sort(items)
+    return sorted(items, key=key, reverse=reverse)
 
 
 def do_dictsort(value: Any, case_sensitive: bool = False, by: str = "key",
@@ -160,7 +172,9 @@ def do_dictsort(value: Any, case_sensitive: bool = False, by: str = "key",
 
     def key(item: tuple) -> Any:
         return item[position] if case_sensitive else ignore_case(item[position])
-    return sorted(value.items(), key=key, reverse=reverse)
+    items = list(value.items())
+    metering.charge_sort(items)
+    return sorted(items, key=key, reverse=reverse)
 
 
 @pass_environment
@@ -168,8 +182,9 @@ def do_unique(env: Any, value: Any, case_sensitive: bool = False,
               attribute: Any = None) -> Iterator[Any]:
     key = make_attrgetter(env, attribute, None if case_sensitive else ignore_case)
     seen = set()
-    for item in value:
+    for item in metering.each(value):
         k = key(item)
+        metering.charge_walk(k)  # hashed
         if k not in seen:
             seen.add(k)
             yield item
@@ -210,6 +225,8 @@ def do_groupby(env: Any, value: Any, attribute: Any, default: Any = None,
     """Groups of equal `attribute`, sorted by it; without case_sensitive, 'CA' and 'ca' are one
     group, named as its first item has it."""
     key = make_attrgetter(env, attribute, None if case_sensitive else ignore_case, default)
+    value = list(value)
+    metering.charge_sort(value)
     groups = [GroupTuple(k, list(items)) for k, items in groupby(sorted(value, key=key), key)]
     if not case_sensitive:
         name_of = make_attrgetter(env, attribute, default=default)
@@ -237,7 +254,7 @@ def _mapper(env: Any, args: tuple, kwargs: dict) -> Callable[[Any], Any]:
 def do_map(env: Any, value: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
     if value:
         func = _mapper(env, args, kwargs)
-        for item in value:
+        for item in metering.each(value):
             yield func(item)
 
 
@@ -260,7 +277,7 @@ def _select_or_reject(env: Any, value: Any, args: tuple, kwargs: dict, keep: boo
                       by_attribute: bool) -> Iterator[Any]:
     if value:
         test = _selector(env, args, kwargs, by_attribute)
-        for item in value:
+        for item in metering.each(value):
             if bool(test(item)) is keep:
                 yield item
 

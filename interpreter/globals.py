@@ -4,7 +4,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from . import limits
+from . import limits, metering
 from .errors import LimitExceeded
 from .markup import Markup, escape_text
 from .numbers import InputRange, is_input_number
@@ -45,8 +45,15 @@ vivamus viverra volutpat vulputate
 
 
 def lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:
-    """`n` paragraphs of lorem ipsum of `min` to `max` words; in <p> elements when `html`."""
-    paragraphs = [_lorem_paragraph(min, max) for _ in range(n)]
+    """`n` paragraphs of lorem ipsum of `min` to `max` words; in <p> elements when `html`.
+    Refused when the words could pass the output limit; each word charged (metering.py)."""
+    if isinstance(n, int) and isinstance(max, int) and n * max * 8 > limits.current().max_output:
+        raise LimitExceeded(f"lipsum({n}, max={max}) could pass the output limit "
+                            f"({limits.current().max_output} characters)")
+    paragraphs = []
+    for _ in range(n):
+        metering.charge(max * metering.CALL)  # words are drawn one by one, in Python
+        paragraphs.append(_lorem_paragraph(min, max))
     if not html:
         return "\n\n".join(paragraphs)
     return Markup("\n".join(f"<p>{escape_text(p)}</p>" for p in paragraphs))

@@ -15,12 +15,15 @@ from json import encoder as _std
 from typing import Any
 
 from .marks import Input, Marked, concat, has_input, make, mark, merge, plain, spans_of, taint
+from . import metering
 from .limits import check_printable
 from .numbers import is_input_number
 
 
 def dumps(value: Any, **kwargs: Any) -> str:
     may_hold_input = check_printable(value)  # the same walk tells if any str is a subclass
+    if isinstance(value, str):
+        metering.charge(len(value) * metering.TEXT)  # check_printable charges containers
     text = json.dumps(value, **kwargs)
     if not may_hold_input or not has_input(value):
         return text

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from . import metering
 from .errors import LimitExceeded
 
 
@@ -24,13 +25,14 @@ class Limits:
     max_template_size: int = 1_000_000     # characters of template source
     max_nesting: int = 200                 # parser: how deeply constructs may nest
     max_output: int = 50_000_000           # characters written by one render (and any one string)
-    max_fuel: int = 10_000_000             # evaluation steps (AST nodes evaluated) per render
-    max_loop_iterations: int = 1_000_000   # iterations of all loops of one render together
+    max_fuel: int = 25_000_000             # evaluation steps (AST nodes evaluated) per render
+    max_loop_iterations: int = 2_500_000   # iterations of all loops of one render together
     max_recursion: int = 50                # nested macro calls plus recursive-loop depth
     max_range: int = 100_000               # items of `range()` (Jinja2's sandbox: the same)
-    max_repeat: int = 10_000_000           # items made by `'ab' * n` or `[x] * n`
+    max_repeat: int = 10_000_000           # items made by `'ab' * n` or `[x] * n`, or of a list sum
     max_power_bits: int = 100_000          # bits of an integer `a ** b`
     max_format_width: int = 100_000        # widths and precisions: `%`, format, center, indent
+    max_work: int = 500_000_000            # work of builtins per render, in units of about 1 ns
     deadline: Optional[float] = None       # seconds of wall clock per render, None: no deadline
 
     def check_repeat(self, left: Any, right: Any) -> None:
@@ -51,6 +53,11 @@ class Limits:
                 and isinstance(right, int)
                 and left.bit_length() + right.bit_length() > self.max_power_bits + 1):
             raise LimitExceeded(f"the product would have more than {self.max_power_bits} bits")
+
+    def check_items(self, size: int) -> None:
+        """A list or tuple about to be built of this many items (8 bytes each at least)."""
+        if size > self.max_repeat:
+            raise LimitExceeded(f"a list of {size} items would exceed the limit ({self.max_repeat})")
 
     def check_size(self, size: int) -> None:
         """A string or list about to be built from pieces of this total size."""
@@ -77,12 +84,16 @@ def current() -> Limits:
     return _current.get()
 
 
-def activate(limits: Limits) -> contextvars.Token:
-    return _current.set(limits)
+def activate(limits: Limits) -> tuple:
+    """Start a render under `limits`: its builtins check widths against them and charge their
+    work to a fresh meter (metering.py)."""
+    return _current.set(limits), metering.start(limits)
 
 
-def deactivate(token: contextvars.Token) -> None:
-    _current.reset(token)
+def deactivate(token: tuple) -> None:
+    limits_token, meter_token = token
+    metering.stop(meter_token)
+    _current.reset(limits_token)
 
 
 def check_width(width: Any) -> None:
@@ -95,11 +106,13 @@ _PERCENT_SPEC = re.compile(r"%(\([^)]*\))?[-#0 +]*(\*|\d*)(?:\.(\*|\d*))?[hlL]?(
 
 
 def check_percent(fmt: str, params: Any) -> None:
-    """Widths and precisions of a `%` format, `*` ones (taken from the arguments) included."""
+    """Widths and precisions of a `%` format, `*` ones (taken from the arguments) included, and
+    the size of the text: each conversion counted with what it prints (a key used 1,000 times
+    prints its value 1,000 times), before Python builds it."""
     limits = _current.get()
     args = params if isinstance(params, tuple) else (params,)
-    values = params.values() if isinstance(params, dict) else args
-    limits.check_size(len(fmt) + sum(len(v) for v in values if isinstance(v, str)))
+    metering.charge(len(fmt) * metering.CALL / 4)  # the conversions are found in Python steps
+    total = len(fmt)
     position = 0
     for m in _PERCENT_SPEC.finditer(fmt):
         if m.group(4) == "%":
@@ -108,10 +121,32 @@ def check_percent(fmt: str, params: Any) -> None:
             if group == "*":
                 if position < len(args):
                     limits.check_width(args[position])
+                    total += args[position] if type(args[position]) is int else 0
                 position += 1
             elif group:
                 limits.check_width(int(group))
+                total += int(group)
+        if m.group(1) is not None and isinstance(params, dict):
+            total += printed_size(params.get(m.group(1)[1:-1]))
+        elif position < len(args):
+            total += printed_size(args[position])
         position += 1
+        limits.check_size(total)
+    metering.charge(total * metering.COPY)
+
+
+def printed_size(value: Any) -> int:
+    """About how many characters `str(value)` has; refused past the output limit."""
+    if isinstance(value, str):
+        return len(value)
+    if not isinstance(value, (list, tuple, dict)):
+        return 8
+    most = _current.get().max_output
+    printed = _Printed(most)
+    total = printed.size(value)
+    if total > most:
+        raise LimitExceeded(f"printing this value would pass the output limit ({most})")
+    return total
 
 
 def check_spec(spec: str) -> None:
@@ -135,8 +170,10 @@ def check_printable(value: Any) -> bool:
         return type(value) is not str
     most = _current.get().max_output
     printed = _Printed(most)
-    if printed.size(value) > most:
+    total = printed.size(value)
+    if total > most:
         raise LimitExceeded(f"printing this value would pass the output limit ({most})")
+    printed.meter.charge(total * metering.TEXT)  # the printing itself, per character
     return printed.subclassed
 
 
@@ -149,6 +186,7 @@ class _Printed:
     def __init__(self, most: int) -> None:
         self.most = most
         self.steps = _MAX_PRINT_STEPS
+        self.meter = metering.meter()    # the walk is charged per container, as it goes
         self.known: dict[int, int] = {}  # id of a container walked already -> its size
         self.path: set[int] = set()      # the containers being walked, for cycles
         self.subclassed = False          # met a str or number of a subclass (a marked one?)
@@ -169,6 +207,7 @@ class _Printed:
         if key in self.path:
             return 5
         self.steps -= len(value) + 1
+        self.meter.charge((len(value) + 1) * _PRINT_WALK)
         if self.steps < 0:
             raise LimitExceeded(f"printing this value would pass the output limit ({self.most})")
         self.path.add(key)
@@ -201,6 +240,7 @@ class _Printed:
 
 
 _MAX_PRINT_STEPS = 5_000_000  # a value of more parts than this is no prompt
+_PRINT_WALK = 60  # units per item of the size walk (Python steps, measured about 50 ns)
 
 
 class Budget:

@@ -145,6 +145,10 @@ def _wrap(text: str) -> str:
 
 def _text_of(value: Any) -> str:
     """str(value), with marks when the value carries input."""
+    if isinstance(value, (list, tuple, dict)):
+        from .limits import check_printable
+        if not check_printable(value):  # refused past the output limit; False: no marks inside
+            return str(value)
     if marks.has_input(value):
         from .values import to_string  # values imports methods, which imports this module
         return to_string(value)

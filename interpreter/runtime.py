@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Optional
 
+from . import metering
 from .errors import TemplateRuntimeError
 from .numbers import derived
 from .undefined import Undefined
@@ -129,6 +130,7 @@ class LoopContext:
         return args[self.index0 % len(args)]
 
     def changed(self, *value: Any) -> bool:
+        metering.charge_compare(self._last_changed, value)  # a walk of both, metered
         if self._last_changed != value:
             self._last_changed = value
             return True

@@ -95,9 +95,9 @@ def assert_at(error: jinjamark.TemplateError, source: str, line: int, tag: str) 
 def test_limits_defaults_are_documented_values():
     assert DEFAULTS == jinjamark.Limits(
         max_template_size=1_000_000, max_nesting=200, max_output=50_000_000,
-        max_fuel=10_000_000, max_loop_iterations=1_000_000, max_recursion=DEFAULTS.max_recursion,
+        max_fuel=25_000_000, max_loop_iterations=2_500_000, max_recursion=DEFAULTS.max_recursion,
         max_range=100_000, max_repeat=10_000_000, max_power_bits=100_000,
-        max_format_width=100_000, deadline=None)
+        max_format_width=100_000, max_work=500_000_000, deadline=None)
     assert 20 <= DEFAULTS.max_recursion <= 1000
 
 
@@ -364,10 +364,59 @@ def test_a_long_output_is_refused_fast():
     assert_at(error, "{% for i in range(100000) %}\n{{ s }}{% endfor %}", 2, "{{ s }}")
 
 
-def test_nested_loops_are_stopped_fast_by_the_default_iteration_limit():
+# Loop iterations and fuel are set so that a real template that looks ahead over the rest of a
+# 1,000-turn conversation for each message renders (test_a_lookahead_template_renders_...); so
+# a loop of cheap steps may run as long as that template does (seconds), not "well under a
+# second". A deadline is the tighter bound.
+LOOPS_BOUND = 20.0  # generous: other processes share this machine
+
+
+def test_nested_loops_are_stopped_by_the_default_iteration_limit():
     source = "{% for i in range(100000) %}\n{% for j in range(100000) %}{% endfor %}{% endfor %}"
-    error = render_error(source)
-    assert_at(error, source, 2, "{% for j in range(100000) %}")
+    start = time.perf_counter()
+    with pytest.raises(jinjamark.LimitExceeded) as caught:
+        env_with().from_string(source).render()
+    assert time.perf_counter() - start < LOOPS_BOUND
+    assert_at(caught.value, source, 2, "{% for j in range(100000) %}")
+    error, elapsed = limit_error(env_with(jinjamark.Limits(deadline=0.3)).from_string(source).render)
+    assert elapsed < 1.0 and "0.3 seconds" in str(error)
+
+
+# A training template in the manner of TRL's DiffusionGemma one: for each message it looks
+# ahead over the rest of the conversation (is an assistant turn still to come?).
+LOOKAHEAD = """{{- bos_token -}}
+{%- for message in messages -%}
+  {%- set outer = loop.index0 -%}
+  {%- set ns = namespace(later_assistant=false, later_user=false) -%}
+  {%- for other in messages -%}
+    {%- if loop.index0 > outer -%}
+      {%- if other.role == 'assistant' -%}{%- set ns.later_assistant = true -%}{%- endif -%}
+      {%- if other.role == 'user' -%}{%- set ns.later_user = true -%}{%- endif -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set role = 'model' if message.role == 'assistant' else message.role -%}
+  {{- '<start_of_turn>' + role + '\n' -}}
+  {%- if message.role == 'assistant' and not ns.later_assistant -%}
+    {{- '<final>' + message.content | trim -}}
+  {%- else -%}
+    {{- message.content | trim -}}
+  {%- endif -%}
+  {{- '<end_of_turn>\n' -}}
+{%- endfor -%}
+{%- if add_generation_prompt -%}{{- '<start_of_turn>model\n' -}}{%- endif -%}"""
+
+
+def test_a_lookahead_template_renders_a_thousand_turns_under_the_default_limits():
+    """1,001,000 loop iterations and about 12M steps: over the old defaults (1M, 10M), which
+    refused it while Jinja2 renders it. The text is Jinja2's (compared on 100 turns: Jinja2
+    takes about 13 s for 1,000 here)."""
+    messages = thousand_turns()
+    chat = jinjamark.ChatTemplate(LOOKAHEAD)
+    text = chat.render(messages, add_generation_prompt=True, bos_token="<bos>")
+    assert text.count("<start_of_turn>") == 1001 and text.count("<final>") == 1
+    short = messages[:101]
+    expected = oracle.render_chat(LOOKAHEAD, {"messages": short}, True, bos_token="<bos>")
+    assert chat.render(short, add_generation_prompt=True, bos_token="<bos>") == expected
 
 
 def test_unbounded_macro_recursion_is_refused_fast():

@@ -1,0 +1,243 @@
+"""The work builtins do, metered: every filter, method, test, comparison and format that walks
+or builds something in proportion to its size charges the render's work budget first.
+
+Fuel counts evaluation steps, but one step can be a filter over ten million characters, or a
+comparison of two structures of 2^40 leaves built by sharing (`[x, x]` doubled 40 times: 40
+list cells, a walk that never returns). So the builtins charge their work to a per-render
+`Meter` before doing it, in units of about a nanosecond of this machine (the costs below were
+measured with the standard library's own operations): a render gets `Limits.max_work` of them
+in all, and a step whose estimated cost is more than what is left of the deadline is refused
+before it starts. The meter also looks at the clock every `CLOCK` units, so the deadline fires
+inside long steps and loops of them, not only between evaluation steps.
+
+Structures are measured by their expanded size (what a comparison, a hash or a print walks:
+a shared part counted each time it is reached), found with a walk that visits each distinct
+container once.
+"""
+from __future__ import annotations
+
+import contextvars
+import functools
+import time
+from typing import Any, Callable, Iterator, Optional
+
+from .errors import LimitExceeded
+
+# Costs, in units (about a nanosecond here) per character or item of the operands.
+FIND = 0.25     # a search or comparison in C's memchr/memcmp: in, ==, find, startswith
+SCAN = 5        # a scan of characters one by one: count, strip, isdigit
+COPY = 2        # a copy that maps characters: upper, replace, slicing, concatenation
+TEXT = 12       # a pass in small Python steps or per-character tables: escape, JSON
+TITLE = 40      # title case (a look at each character's neighbour)
+SPLIT = 100     # a split: one new object per piece, as many as characters at worst
+REGEX = 100     # regular expressions: wordcount, striptags
+WRAP = 400      # text wrapping in Python steps: wordwrap
+LINKS = 800     # urlize: a regular expression and Python steps per word
+ITEM = 25       # an item through C code: in, max, sort, list(), a leaf of a comparison
+WALK = 60       # an item of a container measured before a comparison (its type, its length)
+CALL = 3000     # an item through a Python loop that calls back: map, select, batch, groupby
+CLOCK = 1_000_000  # units between looks at the clock
+
+
+class Meter:
+    """The work budget of one render and its deadline."""
+
+    __slots__ = ("limits", "left", "deadline", "clock_at")
+
+    def __init__(self, limits: Any) -> None:
+        self.limits = limits
+        self.left = limits.max_work
+        self.deadline = None if limits.deadline is None else time.monotonic() + limits.deadline
+        self.clock_at = self.left - CLOCK
+
+    def charge(self, units: float) -> None:
+        self.left -= units
+        if self.left < self.clock_at:
+            self.check(units)
+
+    def check(self, units: float) -> None:
+        if self.left < 0:
+            raise LimitExceeded(f"the render's builtins would do more than {self.limits.max_work} "
+                                "units of work (characters and items walked or built)")
+        if self.deadline is not None:
+            rest = self.deadline - time.monotonic()
+            if rest < 0:
+                raise LimitExceeded(f"the render took longer than {self.limits.deadline} seconds")
+            if units * 1e-9 > rest:
+                raise LimitExceeded(f"one step would run past the deadline "
+                                    f"({self.limits.deadline} seconds)")
+        self.clock_at = self.left - CLOCK
+
+
+_meter: contextvars.ContextVar[Optional[Meter]] = contextvars.ContextVar("jinjamark_meter",
+                                                                       default=None)
+
+
+def start(limits: Any) -> contextvars.Token:
+    return _meter.set(Meter(limits))
+
+
+def stop(token: contextvars.Token) -> None:
+    _meter.reset(token)
+
+
+def meter() -> Meter:
+    """The render's meter; outside a render (an expression evaluated on its own), a fresh one
+    with the default limits for each question."""
+    current = _meter.get()
+    if current is None:
+        from .limits import DEFAULT_LIMITS
+        return Meter(DEFAULT_LIMITS)
+    return current
+
+
+def charge(units: float) -> None:
+    current = _meter.get()
+    (current if current is not None else meter()).charge(units)
+
+
+# ---------------------------------------------------------------------------- sizes
+
+_SIZED = (str, list, tuple, dict)
+
+
+def size(value: Any) -> int:
+    """Characters of a string, items of a container (its top level), 0 for anything else."""
+    try:
+        return len(value) if isinstance(value, _SIZED) else 0
+    except TypeError:
+        return 0
+
+
+def arguments_size(args: Any, kwargs: Any = None) -> int:
+    """The sizes of a call's arguments together (the top level of each)."""
+    total = 0
+    for arg in args:
+        if isinstance(arg, _SIZED):
+            total += len(arg)
+    if kwargs:
+        for arg in kwargs.values():
+            if isinstance(arg, _SIZED):
+                total += len(arg)
+    return total
+
+
+class _Expansion:
+    """Expanded sizes, in leaves (a character of a string inside counts a fraction of one)."""
+
+    def __init__(self, current: Meter, most: float) -> None:
+        self.meter = current
+        self.most = most
+        self.known: dict[int, float] = {}
+        self.path: set[int] = set()
+
+    def of(self, value: Any) -> float:
+        key = id(value)
+        known = self.known.get(key)
+        if known is not None:
+            return known
+        if key in self.path:  # a container inside itself: Python's comparison recurses too
+            return self.most + 1
+        items = value.values() if isinstance(value, dict) else value
+        self.meter.charge(len(value) * WALK)
+        kinds = set(map(type, items))  # in C: most containers hold only strings or numbers
+        if not any(issubclass(kind, _CONTAINERS) for kind in kinds):
+            if all(issubclass(kind, str) for kind in kinds):
+                chars = sum(map(len, items))
+            elif any(issubclass(kind, str) for kind in kinds):  # strings among numbers
+                self.meter.charge(len(value) * ITEM * 5)
+                chars = sum(len(item) for item in items if isinstance(item, str))
+            else:
+                chars = 0
+            total = len(value) + chars * (FIND / ITEM)
+        else:
+            self.path.add(key)
+            total = float(len(value))
+            for item in items:
+                if isinstance(item, _CONTAINERS):
+                    total += self.of(item)
+                    if total > self.most:
+                        break
+                elif isinstance(item, str):
+                    total += len(item) * (FIND / ITEM)
+            self.path.discard(key)
+        self.known[key] = total
+        return total
+
+
+_CONTAINERS = (list, tuple, dict)
+
+
+def walked(*values: Any) -> float:
+    """The units a walk of `values` costs (a comparison, a hash, a print of them)."""
+    current = meter()
+    most = current.left / ITEM + 1
+    total = 0.0
+    for value in values:
+        if isinstance(value, str):
+            total += len(value) * FIND
+        elif isinstance(value, _CONTAINERS):
+            total += _Expansion(current, most).of(value) * ITEM
+        elif isinstance(value, range):  # `x in range(n)` scans it unless x is an int
+            total += len(value) * ITEM * 4
+    return total
+
+
+def charge_walk(*values: Any) -> None:
+    """Before a comparison, hash or print of `values`: charge what walking them costs."""
+    charge(walked(*values))
+
+
+def charge_compare(left: Any, right: Any) -> None:
+    """Before `left op right` (==, <, in, ...): strings are scanned, structures walked."""
+    tl, tr = type(left), type(right)
+    if tl in _CHEAP and tr in _CHEAP:
+        return
+    if isinstance(left, str) and isinstance(right, str):
+        if len(left) + len(right) > 4096:
+            charge((len(left) + len(right)) * FIND)
+        return
+    if tl is int and tr is range:
+        return
+    charge_walk(left, right)
+
+
+_CHEAP = frozenset((int, float, bool, type(None)))
+
+
+# ---------------------------------------------------------------------------- builtins, metered
+
+_RESULTS = (str, list, tuple, dict)
+
+
+def metered(fn: Callable, cost: float, walk: Optional[int] = None) -> Callable:
+    """`fn` charging `cost` units per character or item of its arguments (the top level of each)
+    before it runs, with what comparing or hashing its arguments from position `walk` on walks
+    (list.index compares with every item: 0; dict.get hashes its key: 1), and then what it built,
+    per character or item of its result."""
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        current = _meter.get() or meter()
+        current.charge(cost * arguments_size(args, kwargs))
+        if walk is not None:
+            current.charge(walked(*args[walk:], *kwargs.values()))
+        result = fn(*args, **kwargs)
+        if isinstance(result, _RESULTS):
+            current.charge(len(result) * COPY)
+        return result
+    return call
+
+
+def charge_sort(items: list) -> None:
+    """Before ordering (or grouping) `items` by comparisons: each item walked, about log n
+    times, and a key computed per item in Python."""
+    charge(len(items) * CALL)
+    charge(walked(items) * max(1, len(items).bit_length()))
+
+
+def each(items: Any, cost: float = CALL) -> Iterator[Any]:
+    """`items`, charging `cost` units for each as it is taken (lazy filters: map, select)."""
+    current = _meter.get() or meter()
+    for item in items:
+        current.charge(cost)
+        yield item
