@@ -52,6 +52,7 @@ class ChatTemplate:
         self.name = name
         self.special_tokens = {key: _token(value) for key, value in (special_tokens or {}).items()}
         self.overlay: dict[str, Any] = {}
+        self._compiled: dict[str, Template] = {}
         if now is not None:
             self.overlay["strftime_now"] = lambda fmt: now().strftime(fmt)
         # compiled now, so that a broken template fails here rather than at the first render
@@ -81,8 +82,14 @@ class ChatTemplate:
         return cls(templates, special_tokens=tokens, template_name=name, **options)
 
     def compiled(self, source: str) -> Template:
-        """The compiled template of a source (the environment caches it by source)."""
-        return self.environment.from_string(source, self.name)
+        """The compiled template of a source (the model's own are kept here; others are cached
+        by the environment)."""
+        template = self._compiled.get(source)
+        if template is None:
+            template = self.environment.from_string(source, self.name)
+            if len(self._compiled) < 16:
+                self._compiled[source] = template
+        return template
 
     @property
     def template(self) -> Template:
@@ -223,8 +230,13 @@ class _Render:
         return "".join(p.text for p in result), spans
 
 
+_CONSUMED = frozenset(CONSUMED)
+
+
 def refuse_consumed(kwargs: Mapping[str, Any]) -> None:
     """apply_chat_template's own parameters are not template variables: say where they belong."""
+    if not kwargs or _CONSUMED.isdisjoint(kwargs):
+        return
     for name in CONSUMED:
         if name in kwargs:
             raise TypeError(f"{name!r} is a parameter of apply_chat_template, not a template variable: "
