@@ -134,3 +134,24 @@ def test_no_spans_asked_renders_on_the_plain_evaluator():
     template = shared_environment().from_string("{% generation %}x{% endgeneration %}")
     assert template.render_with({}) == "x"
     assert template.render_parts_with({}) == [jinjamark.Part("x", False)]
+
+
+@pytest.mark.parametrize("name", ["03-multi-turn", "05-tool-call-object-args"])
+def test_recording_spans_changes_no_output(name):
+    """Every corpus template renders the same text and parts with spans recorded as without."""
+    fx, rendered = fixture(name), 0
+    for template in sorted((CORPUS / "templates").glob("*.jinja")):
+        chat = jinjamark.ChatTemplate(template.read_text(encoding="utf-8"), special_tokens=SPECIALS)
+        try:
+            context = chat.context(fx["messages"], fx.get("tools"), None, True)
+            text = chat.template.render_with(context, chat.overlay)
+        except jinjamark.TemplateError:
+            continue
+        spans: list = []
+        assert chat.template.render_with(context, chat.overlay, generation_spans=spans) == text
+        marked = chat.context(fx["messages"], fx.get("tools"), None, True, marked=True)
+        assert chat.template.render_parts_with(marked, chat.overlay, generation_spans=[]) == \
+            chat.template.render_parts_with(marked, chat.overlay)
+        assert not spans or GENERATION.search(template.read_text(encoding="utf-8"))  # spans only from the tag
+        rendered += 1
+    assert rendered > 150
