@@ -74,7 +74,7 @@ def apply_chat_template(tokenizer: Any, conversation: Any, tools: Optional[list]
     if not tokenize:
         texts = [text for text, _ in rendered]
         return texts if batched else texts[0]
-    control = control_tokens(tokenizer, chat.compiled(source))
+    control = control_tokens(tokenizer, source)
     encoded = encode_runs([InputRuns(parts) for parts, _ in rendered], tokenizer, control)
     spans = [s for _, s in rendered] if return_assistant_tokens_mask else None
     out = _batch_encoding(tokenizer, encoded, spans, batched, padding, truncation, max_length,
