@@ -122,7 +122,13 @@ def literal_text(template: Any) -> str:
     if isinstance(template, str):
         return _literal_text_of_source(template)
     template = getattr(template, "template", template)  # a ChatTemplate's compiled template
-    return _literal_text_of_tree(template.tree)
+    found = template.memo.get(LITERAL_TEXT)  # the template's facts, found once
+    if found is None:
+        found = template.memo[LITERAL_TEXT] = _literal_text_of_tree(template.tree)
+    return found
+
+
+LITERAL_TEXT = "literal text"  # the key of a compiled template's memo
 
 
 @functools.lru_cache(maxsize=64)
