@@ -80,33 +80,53 @@ def encode_runs(batch: Sequence[InputRuns], tokenizer: Any, control: Mapping[str
     if backend is None:
         return [_encode_in_pieces(runs, tokenizer, None, control) for runs in batch]
     encodings = _backend_encode(backend, [runs.text for runs in batch])
-    control_ids = frozenset(control.values())
+    contents = _contents(control)
     out = []
     for runs, encoding in zip(batch, encodings):
         ids = encoding.ids
-        if _all_from_template(runs, encoding, ids, control_ids):
+        if _all_from_template(runs, encoding, ids, contents):
             out.append(Encoded(ids, encoding=encoding))
         else:
             out.append(_encode_in_pieces(runs, tokenizer, backend, control))
     return out
 
 
-def _all_from_template(runs: InputRuns, encoding: Any, ids: list[int], control_ids: frozenset) -> bool:
+def _all_from_template(runs: InputRuns, encoding: Any, ids: list[int], contents: dict[int, str]) -> bool:
     """Whether every control-token id the tokenizer produced stands on template characters.
-    Only the control ids are looked at (found by `list.index`, in C), not every token."""
+    Only the control ids are looked at (found by `list.index`, in C), not every token. A token
+    that strips whitespace beside it (lstrip/rstrip) spans that whitespace too: its own text is
+    what must be the template's."""
     if not runs.starts:
         return True
-    for token_id in control_ids.intersection(ids):
+    text = runs.text
+    for token_id in contents.keys() & ids:
+        content = contents[token_id]
         at = ids.index(token_id)
         while True:
             start, end = encoding.token_to_chars(at)
-            if runs.touches(start, end):
-                return False
+            found = text.find(content, start, end)
+            if found < 0 or runs.touches(found, found + len(content)):
+                return False  # input characters, or not the token's own text (a normalizer made it)
             try:
                 at = ids.index(token_id, at + 1)
             except ValueError:
                 break
     return True
+
+
+_inverses: dict[int, tuple[Mapping[str, int], dict[int, str]]] = {}
+
+
+def _contents(control: Mapping[str, int]) -> dict[int, str]:
+    """id -> content of the control tokens; kept for the control dicts `control_tokens` caches."""
+    found = _inverses.get(id(control))
+    if found is not None and found[0] is control:
+        return found[1]
+    inverse = {token_id: content for content, token_id in control.items()}
+    if len(_inverses) >= 64:
+        _inverses.clear()
+    _inverses[id(control)] = (control, inverse)
+    return inverse
 
 
 def _backend_encode(backend: Any, texts: list[str]) -> list[Any]:
