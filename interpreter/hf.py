@@ -37,11 +37,11 @@ def apply_chat_template(tokenizer: Any, conversation: Any, tools: Optional[list]
                         documents: Optional[list] = None, chat_template: Optional[str] = None,
                         add_generation_prompt: bool = False,
                         continue_final_message: Union[bool, str] = False, tokenize: bool = True,
-                        padding: Any = False, truncation: bool = False,
-                        max_length: Optional[int] = None, return_tensors: Any = None,
-                        return_dict: bool = True, return_assistant_tokens_mask: bool = False,
-                        tokenizer_kwargs: Optional[dict] = None,
-                        sanitize_control_tokens: bool = False, **kwargs: Any) -> Any:
+                        sanitize_control_tokens: bool = False, padding: Any = False,
+                        truncation: bool = False, max_length: Optional[int] = None,
+                        return_tensors: Any = None, return_dict: bool = True,
+                        return_assistant_tokens_mask: bool = False,
+                        tokenizer_kwargs: Optional[dict] = None, **kwargs: Any) -> Any:
     """transformers' `tokenizer.apply_chat_template(conversation, ...)`, rendered by jinjamark.
 
     Returns the text (a list of texts for a batch) with `tokenize=False`; else a `BatchEncoding`

@@ -240,3 +240,10 @@ def test_patch_and_unpatch(tokenizer):
     finally:
         hf.unpatch()
     assert tokenizer.apply_chat_template(messages, return_dict=False) == own
+
+
+def test_parameters_in_transformers_order(tokenizer):
+    import inspect
+    theirs = list(inspect.signature(type(tokenizer).apply_chat_template).parameters)[1:]
+    ours = list(inspect.signature(hf.apply_chat_template).parameters)[1:]
+    assert ours == theirs
