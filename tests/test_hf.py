@@ -247,3 +247,8 @@ def test_parameters_in_transformers_order(tokenizer):
     theirs = list(inspect.signature(type(tokenizer).apply_chat_template).parameters)[1:]
     ours = list(inspect.signature(hf.apply_chat_template).parameters)[1:]
     assert ours == theirs
+
+
+def test_masks_without_a_generation_tag_are_zeros_as_in_transformers(tokenizer):
+    theirs, ours = both(tokenizer, BATCH, padding=True, return_assistant_tokens_mask=True)
+    assert same(ours, theirs) and not any(1 in row for row in theirs[1]["assistant_masks"])
