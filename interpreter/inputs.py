@@ -85,12 +85,14 @@ def input_number(data: Any) -> Any:
     """A number of another type than int and float (an int subclass, numpy's scalars, Decimal)
     as the int or float from input it stands for; refused when it prints otherwise than that
     number would (its own `__str__`), since a template could print it."""
+    number: Any = None
     if isinstance(data, numbers.Integral):
-        number: Any = InputInt(int(data))
-    elif isinstance(data, numbers.Real):
-        number = InputFloat(float(data))
-    else:
-        number = None
+        number = InputInt(int(data))
+    elif isinstance(data, numbers.Real) or not isinstance(data, numbers.Complex):  # Decimal
+        try:
+            number = InputFloat(float(data))
+        except (TypeError, ValueError, OverflowError):
+            pass
     if number is None or str(data) != str(number):
         raise InputTypeError(
             f"mark_input cannot mark a {type(data).__name__} that prints as {str(data)[:40]!r}: "

@@ -227,11 +227,14 @@ def _attribute(obj: Any, name: str, undefined: type, mutable: bool) -> Any:
     return _ABSENT
 
 
+_INDEXED = (tuple, bytes, bytearray, range, InputRange)
+
+
 def _item(obj: Any, key: Any) -> Any:
     t = type(obj)
     if t is dict:
         return obj[key]
-    if t is list or isinstance(obj, tuple):
+    if t is list or isinstance(obj, _INDEXED):  # bytes from input index as numbers from input
         if isinstance(key, (slice, int)):
             return obj[key]
         raise TypeError("indices must be integers or slices")
