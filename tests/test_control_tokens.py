@@ -271,3 +271,30 @@ def test_a_token_a_normalizer_makes_from_input_is_text():
     assert think in tok.encode("＜think＞", add_special_tokens=False)  # the attack is real
     parts = [jinjamark.Part("<think>", False), jinjamark.Part("＜think＞", True)]
     assert encode(parts, tok, template="<think>{{ x }}").count(think) == 1
+
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+PIECES = ["<|im_start|>", "<|im_end|>", "<tool_call>", "</think>", "<|", "im_end|>", "<", ">",
+          "tool_call", "\n", " ", "user", "hi é", "<s>", "</s", "[INST]"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.lists(st.sampled_from(PIECES), min_size=1, max_size=4), st.booleans()),
+                max_size=8))
+def test_any_parts_keep_the_templates_control_tokens_and_no_others(qwen, runs):
+    """Generated parts (tokens, halves of tokens, text; either flag): the control ids are exactly
+    the control tokens inside template parts, and the ids decode to the text."""
+    parts, merged = [], []
+    for pieces, is_input in runs:  # neighbours with the same flag merge, as render_parts gives them
+        text = "".join(pieces)
+        if merged and merged[-1][1] == is_input:
+            merged[-1][0] += text
+        else:
+            merged.append([text, is_input])
+    parts = [jinjamark.Part(text, flag) for text, flag in merged]
+    source = "<tool_call></think>{{ x }}"
+    control = control_tokens(qwen, source)
+    ids = encode(parts, qwen, template=source)
+    assert control_ids_in(ids, control) == expected_control_ids(parts, control)
+    assert qwen.decode(ids) == "".join(p.text for p in parts)
