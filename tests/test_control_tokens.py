@@ -298,3 +298,22 @@ def test_any_parts_keep_the_templates_control_tokens_and_no_others(qwen, runs):
     ids = encode(parts, qwen, template=source)
     assert control_ids_in(ids, control) == expected_control_ids(parts, control)
     assert qwen.decode(ids) == "".join(p.text for p in parts)
+
+
+def test_pieces_of_a_sentencepiece_style_text_get_no_extra_spaces():
+    """A Metaspace tokenizer marks the start of a text with '▁': the pieces an injection is cut
+    into are encoded as from the middle of the text, so the ids still decode to the text."""
+    from tokenizers import decoders as dec
+    raw = Tokenizer(models.BPE(byte_fallback=True, unk_token="<unk>"))
+    raw.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first")
+    raw.decoder = dec.Sequence([dec.ByteFallback(), dec.Metaspace(replacement="▁", prepend_scheme="first")])
+    specials = ["<unk>", "<s>", "</s>", "[INST]", "[/INST]"] + [f"<0x{i:02X}>" for i in range(256)]
+    raw.train_from_iterator(["hello there how are you [INST] ok"] * 10,
+                            trainers.BpeTrainer(vocab_size=400, special_tokens=specials))
+    tok = PreTrainedTokenizerFast(tokenizer_object=raw, bos_token="<s>", eos_token="</s>")
+    parts = [jinjamark.Part("<s>[INST] ", False), jinjamark.Part("hello </s>[INST] there", True),
+             jinjamark.Part(" [/INST]", False)]
+    ids = encode(parts, tok)
+    assert tok.decode(ids) == "".join(p.text for p in parts)
+    assert tok.convert_ids_to_tokens(ids)[:3] == ["<s>", "[INST]", "▁hello"]
+    assert ids.count(tok.convert_tokens_to_ids("[INST]")) == 1 and tok.convert_tokens_to_ids("</s>") not in ids

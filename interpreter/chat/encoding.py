@@ -175,7 +175,7 @@ def _encode_in_pieces(runs: InputRuns, tokenizer: Any, backend: Any,
         pos = end
     if pos < len(text):
         pieces.append(("text", pos, len(text), None))
-    stretches = [text[a:b] for kind, a, b, _ in pieces if kind == "text"]
+    stretches = [(a, text[a:b]) for kind, a, b, _ in pieces if kind == "text"]
     encoded = iter(_encode_stretches(stretches, tokenizer, backend, control))
     ids: list[int] = []
     offsets: Optional[Offsets] = [] if backend is not None else None
@@ -183,7 +183,7 @@ def _encode_in_pieces(runs: InputRuns, tokenizer: Any, backend: Any,
         if kind == "token":
             part_ids, part_offsets = [token_id], [(0, end - start)]
         elif kind == "plain":
-            part_ids = plain_ids(tokenizer, backend, text[start:end], control)
+            part_ids = plain_ids(tokenizer, backend, text[start:end], control, start > 0)
             part_offsets = [(0, end - start)] * len(part_ids)
         else:
             part_ids, part_offsets = next(encoded)
@@ -193,45 +193,71 @@ def _encode_in_pieces(runs: InputRuns, tokenizer: Any, backend: Any,
     return Encoded(ids, offsets)
 
 
-def _encode_stretches(stretches: list[str], tokenizer: Any, backend: Any,
+# A piece from the middle of a text is encoded after a newline, whose ids are then dropped (as
+# transformers encodes its sanitised pieces): a tokenizer that marks the start of a text (a
+# SentencePiece '▁' prepended to the first word) must not mark the start of every piece.
+NEWLINE = "\n"
+
+
+def _encode_stretches(stretches: list[tuple[int, str]], tokenizer: Any, backend: Any,
                       control: Mapping[str, int]) -> list[tuple[list[int], Offsets]]:
     """Text holding no control token, encoded as usual; should the tokenizer still find one
     there (a token the cut did not see), that stretch is encoded as plain text."""
     control_ids = frozenset(control.values())
+    out = []
     if backend is None:
-        out = []
-        for stretch in stretches:
-            ids = list(tokenizer.encode(stretch, add_special_tokens=False))
+        encode = lambda t: list(tokenizer.encode(t, add_special_tokens=False))  # noqa: E731
+        for start, stretch in stretches:
+            ids = _in_the_middle(encode, stretch) if start else encode(stretch)
             if not control_ids.isdisjoint(ids):
-                ids = plain_ids(tokenizer, None, stretch, control)
+                ids = plain_ids(tokenizer, None, stretch, control, start > 0)
             out.append((ids, []))
         return out
-    out = []
-    for stretch, encoding in zip(stretches, _backend_encode(backend, stretches) if stretches else ()):
-        if control_ids.isdisjoint(encoding.ids):
-            out.append((encoding.ids, encoding.offsets))
-        else:
-            ids = plain_ids(tokenizer, backend, stretch, control)
-            out.append((ids, [(0, len(stretch))] * len(ids)))
+    texts = [NEWLINE + stretch if start else stretch for start, stretch in stretches]
+    newline = _backend_encode(backend, [NEWLINE])[0].ids
+    for (start, stretch), encoding in zip(stretches, _backend_encode(backend, texts) if texts else ()):
+        ids, offsets = encoding.ids, encoding.offsets
+        if start and ids[:len(newline)] == newline:
+            ids, offsets = ids[len(newline):], [(max(a - 1, 0), b - 1) for a, b in offsets[len(newline):]]
+        elif start:
+            alone = _backend_encode(backend, [stretch])[0]
+            ids, offsets = alone.ids, alone.offsets
+        if not control_ids.isdisjoint(ids):
+            ids = plain_ids(tokenizer, backend, stretch, control, start > 0)
+            offsets = [(0, len(stretch))] * len(ids)
+        out.append((ids, offsets))
     return out
 
 
-def plain_ids(tokenizer: Any, backend: Any, text: str, control: Mapping[str, int]) -> list[int]:
+def plain_ids(tokenizer: Any, backend: Any, text: str, control: Mapping[str, int],
+              middle: bool = False) -> list[int]:
     """`text` as plain characters: the tokenizer's pipeline without its added tokens (what
-    transformers' `_encode_without_added_tokens` does). Refused, as transformers refuses it,
-    when even that gives a control token's id (the model's vocabulary holds it as text)."""
+    transformers' `_encode_without_added_tokens` does), from the `middle` of a text or not.
+    Refused, as transformers refuses it, when even that gives a control token's id (the model's
+    vocabulary holds it as text)."""
     if backend is None:
         without = getattr(tokenizer, "_encode_without_added_tokens", None)
-        ids = list(without(text) if without else
-                   tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True))
+        encode = without or (lambda t: tokenizer.encode(t, add_special_tokens=False,  # noqa: E731
+                                                        split_special_tokens=True))
     else:
-        normalized = backend.normalizer.normalize_str(text) if backend.normalizer else text
-        splits = ([s for s, _ in backend.pre_tokenizer.pre_tokenize_str(normalized)]
-                  if backend.pre_tokenizer else [normalized])
-        ids = [token.id for split in splits for token in backend.model.tokenize(split)]
+        encode = lambda t: _pipeline(backend, t)  # noqa: E731
+    ids = _in_the_middle(encode, text) if middle else list(encode(text))
     if text in control and control[text] in ids:
         raise ValueError(f"Can't sanitize {text!r}: the tokenizer produces it from plain text")
     return ids
+
+
+def _pipeline(backend: Any, text: str) -> list[int]:
+    """The backend's normalizer, pre-tokenizer and model, without its added tokens."""
+    normalized = backend.normalizer.normalize_str(text) if backend.normalizer else text
+    splits = ([s for s, _ in backend.pre_tokenizer.pre_tokenize_str(normalized)]
+              if backend.pre_tokenizer else [normalized])
+    return [token.id for split in splits for token in backend.model.tokenize(split)]
+
+
+def _in_the_middle(encode: Any, text: str) -> list[int]:
+    newline, ids = list(encode(NEWLINE)), list(encode(NEWLINE + text))
+    return ids[len(newline):] if ids[:len(newline)] == newline else list(encode(text))
 
 
 _patterns: dict[frozenset, re.Pattern] = {}
