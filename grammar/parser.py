@@ -6,6 +6,7 @@ processes (`cache_folder`).
 """
 from __future__ import annotations
 
+import gc
 import os
 import re
 import sys
@@ -108,7 +109,12 @@ class Parser:
         text = source
         if not options.keep_trailing_newline:
             text = _without_trailing_newline(source)
+        collecting = gc.isenabled()
         try:
+            # The parse makes millions of small objects that all live until it ends: the
+            # garbage collector's passes over them cost a quarter of the time and grow with
+            # the template (super-linear), for nothing to collect.
+            gc.disable()
             tree = self.lark.parse(text)
             check_depth(tree, max_depth, source)
             return self.builder(text, options, self._custom).transform(tree)
@@ -128,6 +134,9 @@ class Parser:
                             lambda offset: self._read_until(text, offset), self._name) from None
         except LarkError as e:
             raise TemplateSyntaxError(str(e), name=name, lineno=1, column=1, source=source) from None
+        finally:
+            if collecting:
+                gc.enable()
 
     def _read_until(self, text: str, offset: int) -> tuple[list[Token], Any]:
         """The tokens the parser reads from `text` before `offset`, and Lark's interactive parser

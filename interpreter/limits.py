@@ -22,7 +22,7 @@ from .errors import LimitExceeded
 class Limits:
     """Every limit a render is held to. The defaults let every corpus chat template render a
     1,000-turn conversation; raise one with `Limits(max_output=...)`."""
-    max_template_size: int = 1_000_000     # characters of template source
+    max_template_size: int = 100_000       # characters of template source (compiles in < ~1 s)
     max_nesting: int = 200                 # parser: how deeply constructs may nest
     max_output: int = 50_000_000           # characters written by one render (and any one string)
     max_fuel: int = 25_000_000             # evaluation steps (AST nodes evaluated) per render

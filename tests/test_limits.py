@@ -94,7 +94,7 @@ def assert_at(error: jinjamark.TemplateError, source: str, line: int, tag: str) 
 
 def test_limits_defaults_are_documented_values():
     assert DEFAULTS == jinjamark.Limits(
-        max_template_size=1_000_000, max_nesting=200, max_output=50_000_000,
+        max_template_size=100_000, max_nesting=200, max_output=50_000_000,
         max_fuel=25_000_000, max_loop_iterations=2_500_000, max_recursion=DEFAULTS.max_recursion,
         max_range=100_000, max_repeat=10_000_000, max_power_bits=100_000,
         max_format_width=100_000, max_work=500_000_000, deadline=None)
@@ -225,6 +225,26 @@ def test_a_template_over_a_parse_limit_is_refused_while_parsing(limits, source):
 def test_the_template_size_error_is_at_the_start():
     error, _ = limit_error(env_with(jinjamark.Limits(max_template_size=10)).from_string, "x" * 11)
     assert (error.lineno, error.column) == (1, 1)
+
+
+# The shapes that compile slowest per character that we know of: a list literal of numbers and a
+# run of `{{ x }}` (each item goes through every level of the expression grammar).
+SLOW_SHAPES = [lambda n: "{{ [" + "1, " * (n // 3 - 3) + "] }}", lambda n: "{{ x }} " * (n // 8)]
+
+
+@pytest.mark.parametrize("shape", SLOW_SHAPES, ids=["list-items", "outputs"])
+def test_the_largest_template_the_defaults_allow_compiles_in_about_a_second(shape):
+    """CPU time, linear in the size: a quarter of the size takes about a quarter of the time.
+    (benchmarks/parse_curve.py reports the curve up to 1 MB, next to Jinja2.)"""
+    small, large = shape(DEFAULTS.max_template_size // 4), shape(DEFAULTS.max_template_size)
+    assert len(large) <= DEFAULTS.max_template_size
+    times = []
+    for source in (small, large):
+        start = time.process_time()
+        env_with().from_string(source)
+        times.append(time.process_time() - start)
+    assert times[1] < 2.5, f"{times[1]:.2f} s of CPU for {len(large)} characters"
+    assert times[1] / times[0] < 6, f"not linear: {times}"
 
 
 def test_the_nesting_error_is_inside_the_deep_part():

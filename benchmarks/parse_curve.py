@@ -1,0 +1,93 @@
+"""Compile time against template size: jinjamark next to Jinja2, in microseconds per character.
+
+    python benchmarks/parse_curve.py [--sizes 10000,100000,1000000] [--repeat 1]
+
+A template of each size is made by joining corpus chat templates (each template's text, in the
+corpus order, until the size is reached, then cut at the end of the last whole template), so the
+text is real template code. jinjamark: `Environment.from_string` with the chat profile's
+extensions (parse, check, build the tree). Jinja2: `ImmutableSandboxedEnvironment.from_string`
+(lex, parse, generate Python, compile it). Both: the best of `--repeat` runs, CPU time of this
+process. Time linear in size shows as a flat µs/char column. See benchmarks/README.md.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+import jinjamark  # noqa: E402
+
+try:
+    import oracle  # noqa: E402  tests/oracle.py: Jinja2 configured as transformers does
+except ImportError:
+    oracle = None
+
+
+def sources() -> list[str]:
+    """The corpus chat templates that both engines compile, in name order."""
+    folder = ROOT / "tests" / "corpus" / "templates"
+    texts = [p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.jinja"))]
+    env = jinjamark.chat_environment()
+    usable = []
+    for text in texts:
+        try:
+            env.from_string(text)
+            if oracle is not None:
+                oracle.environment().from_string(text)
+        except Exception:  # noqa: BLE001 - a template one engine refuses is left out
+            continue
+        usable.append(text)
+    return usable
+
+
+def template_of(size: int, pieces: list[str]) -> str:
+    """Whole corpus templates joined until `size` characters, cut after the last whole one."""
+    out, total, i = [], 0, 0
+    while total < size:
+        piece = pieces[i % len(pieces)]
+        if total + len(piece) > size and out:
+            break
+        out.append(piece)
+        total += len(piece)
+        i += 1
+    return "".join(out)
+
+
+def best_cpu(fn, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.process_time()
+        fn()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,30000,100000,300000,1000000")
+    parser.add_argument("--repeat", type=int, default=1)
+    args = parser.parse_args()
+    pieces = sources()
+    limits = jinjamark.Limits(max_template_size=10**8)
+    ours = jinjamark.chat_environment(limits=limits)
+    ours.from_string(pieces[0])  # the parser's tables built or loaded: not timed
+    print(f"{'size':>9} {'chars':>9} {'jinjamark s':>12} {'µs/char':>8} {'jinja2 s':>9} "
+          f"{'µs/char':>8} {'ratio':>6}")
+    for size in (int(s) for s in args.sizes.split(",")):
+        text = template_of(size, pieces)
+        t_ours = best_cpu(lambda: ours.from_string(text), args.repeat)
+        line = f"{size:>9} {len(text):>9} {t_ours:>12.3f} {t_ours * 1e6 / len(text):>8.2f}"
+        if oracle is not None:
+            theirs = oracle.environment()
+            t_theirs = best_cpu(lambda: theirs.from_string(text), args.repeat)
+            line += (f" {t_theirs:>9.3f} {t_theirs * 1e6 / len(text):>8.2f}"
+                     f" {t_ours / t_theirs:>6.2f}")
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
