@@ -263,3 +263,12 @@ def test_the_cli_tokens_of_a_folder_use_its_tokenizer(tmp_path, capsys, tokenize
     theirs = AutoTokenizer.from_pretrained(str(folder))
     assert status == 0
     assert json.loads(out) == theirs.apply_chat_template(CONVERSATION, tokenize=True, return_dict=False)
+
+
+def test_chat_template_json_is_a_processors_file_and_neither_reads_it(tmp_path, tokenizer):
+    folder = layout("config-string", tokenizer, tmp_path / "model")
+    (folder / "chat_template.json").write_text(json.dumps({"chat_template": "{{ 'processor' }}"}),
+                                               encoding="utf-8")
+    theirs = AutoTokenizer.from_pretrained(str(folder))
+    ours = jinjamark.ChatTemplate.from_pretrained(folder)
+    assert ours.templates == theirs.chat_template == TEMPLATES["default"]

@@ -73,12 +73,12 @@ class ChatTemplate:
             templates = templates_of_tokenizer(path_or_tokenizer)
             tokens = special_tokens_of_tokenizer(path_or_tokenizer)
         tokens.update(options.pop("special_tokens", None) or {})
-        if name is not None and not (templates == {} or isinstance(templates, dict) and name in templates
-                                     or isinstance(templates, str) and name == "default"):
+        if name is not None:
             names = sorted(templates) if isinstance(templates, dict) else ["default"] if templates else []
-            raise ValueError(f"this model has no chat template named {name!r}; it has {names}")
-        if isinstance(templates, str) and name == "default":
-            name = None
+            if name not in names:
+                raise ValueError(f"this model has no chat template named {name!r}; it has {names}")
+            if not isinstance(templates, dict):
+                name = None  # a single template is the model's default
         return cls(templates, special_tokens=tokens, template_name=name, **options)
 
     def compiled(self, source: str) -> Template:
