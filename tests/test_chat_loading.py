@@ -272,3 +272,12 @@ def test_chat_template_json_is_a_processors_file_and_neither_reads_it(tmp_path, 
     theirs = AutoTokenizer.from_pretrained(str(folder))
     ours = jinjamark.ChatTemplate.from_pretrained(folder)
     assert ours.templates == theirs.chat_template == TEMPLATES["default"]
+
+
+def test_a_broken_named_template_fails_only_when_it_is_used():
+    chat = jinjamark.ChatTemplate({"default": "{{ messages[0].content }}", "rag": "{% if %}"})
+    assert chat.render(CONVERSATION) == "hi"
+    with pytest.raises(jinjamark.TemplateSyntaxError):
+        jinjamark.ChatTemplate({"default": "x", "rag": "{% if %}"}, template_name="rag").render(CONVERSATION)
+    with pytest.raises(jinjamark.TemplateSyntaxError):
+        jinjamark.ChatTemplate("{% if %}")

@@ -55,10 +55,11 @@ class ChatTemplate:
         self._compiled: dict[str, Template] = {}
         if now is not None:
             self.overlay["strftime_now"] = lambda fmt: now().strftime(fmt)
-        # compiled now, so that a broken template fails here rather than at the first render
-        for text in (self.templates.values() if isinstance(self.templates, dict)
-                     else [self.templates] if self.templates is not None else []):
-            self.compiled(text)
+        # A single template is compiled now, so that a broken one fails here rather than at the
+        # first render; named templates when first used, as transformers compiles them (a broken
+        # `rag` template does not stop a model's `default`).
+        if isinstance(self.templates, str):
+            self.compiled(self.templates)
 
     @classmethod
     def from_pretrained(cls, path_or_tokenizer: Any, name: Optional[str] = None,
