@@ -281,3 +281,8 @@ def test_a_broken_named_template_fails_only_when_it_is_used():
         jinjamark.ChatTemplate({"default": "x", "rag": "{% if %}"}, template_name="rag").render(CONVERSATION)
     with pytest.raises(jinjamark.TemplateSyntaxError):
         jinjamark.ChatTemplate("{% if %}")
+
+
+def test_a_special_token_that_is_none_is_not_there():
+    chat = jinjamark.ChatTemplate("{{ bos_token is defined }}", special_tokens={"bos_token": None})
+    assert chat.render(CONVERSATION) == "False"

@@ -50,7 +50,9 @@ class ChatTemplate:
         self.templates: Templates = dict(source) if isinstance(source, Mapping) else source
         self.template_name = template_name
         self.name = name
-        self.special_tokens = {key: _token(value) for key, value in (special_tokens or {}).items()}
+        # as special_tokens_map: a token that is None is not there (undefined, not "None")
+        self.special_tokens = {key: _token(value) for key, value in (special_tokens or {}).items()
+                               if value is not None}
         self.overlay: dict[str, Any] = {}
         self._compiled: dict[str, Template] = {}
         if now is not None:
@@ -154,10 +156,11 @@ class ChatTemplate:
         chats = [normalize_messages(conversation) for conversation in conversations]
         if continue_final_message and add_generation_prompt:
             raise ValueError(INCOMPATIBLE)
+        template = self.compiled(source)  # a syntax error before the arguments', as transformers
         tools = check_tools(tools)
         documents = check_documents(documents)
-        render = _Render(self, self.compiled(source), source, tools, documents, add_generation_prompt,
-                         kwargs, generation_spans)
+        render = _Render(self, template, source, tools, documents, add_generation_prompt, kwargs,
+                         generation_spans)
         return [render.one(chat, continue_final_message, marked) for chat in chats]
 
     def context(self, messages: Any, tools: Any = None, documents: Any = None,
