@@ -297,13 +297,23 @@ def eval_compare(ev, node: ast.Compare, scope):
         if compare is None:
             raise TemplateRuntimeError(f"no operator {op!r}: a rule builds it, but no enabled "
                                        "extension defines it")
-        if type(left) is not int or type(right) is not int:
-            charge_compare(left, right)  # strings scanned, structures walked: metered
+        if not _cheap_to_compare(left, right):
+            charge_compare(left, right)  # long strings scanned, structures walked: metered
         result = compare(left, right)
         if not result:
             return result
         left = right
     return result
+
+
+def _cheap_to_compare(left: Any, right: Any) -> bool:
+    """Two numbers, or short text against anything (what fuel already pays for)."""
+    tr = type(right)
+    if tr is str or tr is Input or tr is Mixed:
+        tl = type(left)
+        return len(right) <= 2048 and (len(left) <= 2048 if tl is str or tl is Input or tl is Mixed
+                                       else True)
+    return tr is int and type(left) is int
 
 
 def eval_condexpr(ev, node: ast.CondExpr, scope):

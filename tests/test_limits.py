@@ -172,6 +172,17 @@ RUNTIME_CASES = [
     ("max_format_width-truncate",
      "ok\n{{ 'a b'|truncate(2000) }}", 2, "'a b'|truncate(2000)",
      jinjamark.Limits(max_format_width=1_000), DEFAULTS, {}),
+    ("max_work",
+     "{% set s = 'a' * 100000 %}{% for i in range(100) %}\n{{ s.count('b') }}{% endfor %}", 2,
+     "s.count('b')", jinjamark.Limits(max_work=1_000_000), DEFAULTS, {}),
+    ("max_work-comparison",
+     "{% set s = 'a' * 100000 %}{% set t = 'a' * 100000 %}{% for i in range(100) %}\n"
+     "{% if s == t %}{% endif %}{% endfor %}", 2, "s == t",
+     jinjamark.Limits(max_work=1_000_000), DEFAULTS, {}),
+    ("max_work-shared-structure",
+     "{% set ns = namespace(x=[1], y=[1]) %}{% for i in range(20) %}{% set ns.x = [ns.x, ns.x] %}"
+     "{% set ns.y = [ns.y, ns.y] %}{% endfor %}\n{{ ns.x == ns.y }}", 2, "ns.x == ns.y",
+     jinjamark.Limits(max_work=1_000_000), DEFAULTS, {}),
     ("max_format_width-zfill",
      "ok\n{{ '1'.zfill(2000)|length }}", 2, "'1'.zfill(2000)",
      jinjamark.Limits(max_format_width=1_000), DEFAULTS, {}),
@@ -287,6 +298,25 @@ def test_a_deadline_stops_a_long_render_and_none_lets_it_finish():
     assert error.lineno == 1 and error.column is not None
     loose = jinjamark.Limits(deadline=60.0)
     assert len(env_with(loose).from_string(source).render()) > 0
+
+
+def test_a_step_that_would_outlast_the_deadline_is_refused_before_it_starts():
+    """Wrapping a million words takes about a second: with 0.3 s of deadline it is not begun."""
+    source = "{% set s = 'a ' * 1000000 %}\n{{ s|wordwrap(79)|length }}"
+    limits = jinjamark.Limits(deadline=0.3, max_work=10**15)
+    error, elapsed = limit_error(env_with(limits).from_string(source).render)
+    assert elapsed < 0.3 and "deadline" in str(error)
+    assert_at(error, source, 2, "s|wordwrap(79)")
+
+
+def test_the_deadline_fires_inside_a_loop_of_heavy_steps():
+    """Each step searches ten million characters, below the fuel's notice; the clock is looked at
+    as the work is charged."""
+    source = ("{% set s = 'a' * 10000000 %}{% for i in range(100000) %}{% if 'b' in s %}{% endif %}"
+              "{% endfor %}")
+    limits = jinjamark.Limits(deadline=0.3, max_work=10**15)
+    error, elapsed = limit_error(env_with(limits).from_string(source).render)
+    assert 0.25 <= elapsed < 1.0 and "0.3 seconds" in str(error)
 
 
 def test_the_deadline_is_per_render_not_per_environment():
