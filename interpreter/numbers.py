@@ -58,6 +58,19 @@ class InputBytes(bytes):
     def __repr__(self) -> str:
         return bytes.__repr__(self)
 
+    def __add__(self, other: Any) -> Any:
+        result = bytes.__add__(self, other)
+        return result if result is NotImplemented else InputBytes(result)
+
+    def __radd__(self, other: Any) -> Any:
+        return InputBytes(bytes(other) + bytes(self)) if isinstance(other, bytes) else NotImplemented
+
+    def __mul__(self, n: Any) -> Any:
+        result = bytes.__mul__(self, n)
+        return result if result is NotImplemented else InputBytes(result)
+
+    __rmul__ = __mul__
+
 
 class InputRange:
     """`range()` of bounds from input: a range whose numbers are input. Prints as the range."""

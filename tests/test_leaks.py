@@ -330,6 +330,8 @@ CONVERSIONS = [
     "{{ '{a!r}'.format_map({'a': u}) }}", "{{ '{0[0]!r}'.format([u]) }}", "{{ '{0[x]!a}'.format({'x': u}) }}",
     "{{ '%r' % (u,) }}", "{{ '%a' % (u,) }}", "{{ u.encode() }}", "{{ u.encode() | list }}",
     "{{ u.encode('utf-16') }}", "{{ u.encode()[0] }}", "{{ u.encode() | string }}",
+    "{{ u.encode() * 2 }}", "{{ 'a'.encode() + u.encode() }}", "{{ u.encode()[::-1] }}",
+    "{{ u.encode() | reverse | list }}",
     "{{ 'abc'.translate('abc'.maketrans('a', u[0])) }}", "{{ 'abc'.translate({97: u}) }}",
     "{{ 'abc'.translate(''.maketrans({'b': u})) }}", "{{ {'k': u}.items() | urlencode }}",
     "{{ [('k', u)] | urlencode }}", "{{ 'http://x.org' | urlize(rel=u) }}",
