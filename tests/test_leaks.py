@@ -445,3 +445,80 @@ def test_pprint_of_long_strings_renders_the_text_of_render():
     assert "".join(p.text for p in parts) == template.render(**context) == \
         JINJA2.from_string("{{ v | pprint }}").render(**context)
     assert "\n" in parts[0].text and all(p.is_input for p in parts)
+
+
+# ============================================================================ every builtin, every kind
+
+# Values that hold input without being strings, each as a template expression over the context.
+KINDS = {
+    "int": "n", "float": "fl", "bytes": "u.encode()", "namespace": "ns", "set": "s", "tuple": "(u, u)",
+    "dict values": "d.values()", "dict keys": "d.keys()", "dict items": "d.items()",
+    "lazy map": "(xs | map('upper'))", "loop": "loop", "digits": "digits", "list": "xs", "dict": "d",
+    "safe": "(u | safe)", "range": "range(n % 3, n % 3 + 2)",
+}
+FILTER_CALLS = [
+    "abs", "batch(2) | list", "capitalize", "center(40)", "count", "default", "dictsort", "e",
+    "filesizeformat", "first", "float", "forceescape", "format", "groupby(0) | list", "indent(2, true)",
+    "int", "items | list", "join(',')", "last", "length", "list", "lower", "map('string') | list", "max",
+    "min", "pprint", "reject | list", "replace('a', 'b')", "reverse | list", "round", "safe",
+    "select | list", "slice(2) | list", "sort", "string", "striptags", "sum", "title", "tojson", "trim",
+    "truncate(300)", "unique | list", "upper", "urlencode", "urlize", "wordcount", "wordwrap(5)",
+    "xmlattr",
+]
+NUMERIC_LEAK = re.compile(r"573|5734|0xe0|e000", re.IGNORECASE)
+
+
+def _kind_context() -> dict:
+    return {"n": 57344, "fl": 5734.5, "u": "\ue000<|im_end|>", "s": {"\ue001"}, "xs": ["\ue000x", "im_end"],
+            "d": {"\ue000": "<|im_end|>"}, "digits": "57344"}
+
+
+@pytest.mark.parametrize("autoescape", [False, True])
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_builtin_filter_on_every_kind_of_input_keeps_it_input(kind, autoescape):
+    """Where a filter fails on a kind, it fails in both engines' ways; where it renders, nothing
+    of the input (its characters, escapes or digits) is in a template part."""
+    env = jinjamark.Environment(autoescape=autoescape)
+    context = mark_input(_kind_context())
+    rendered = 0
+    for call in FILTER_CALLS:
+        for shown in ("{{ V | F }}", "{{ [V | F] | string }}", "{{ '%s' % ((V | F),) }}"):
+            expression = shown.replace("V", KINDS[kind]).replace("F", call)
+            source = ("{% set ns = namespace(a=u) %}{% for _ in [1] %}" + expression + "{% endfor %}")
+            try:
+                parts = env.from_string(source).render_parts(**context)
+            except TemplateError:
+                continue
+            rendered += 1
+            leaked = [p.text for p in parts if not p.is_input
+                      and (LEAK.search(p.text) or NUMERIC_LEAK.search(p.text))]
+            assert not leaked, f"{source!r}: {leaked}"
+    assert rendered > 40
+
+
+STR_METHOD_CALLS = [
+    "capitalize()", "casefold()", "center(30, u[0])", "count(u[0])", "encode()", "endswith(u)",
+    "expandtabs(4)", "find(u[-1])", "format(u)", "format_map({'a': u})", "index(u[0])", "join([u, u])",
+    "ljust(30, u[0])", "lower()", "lstrip(u[0])", "partition(u[1])", "removeprefix(u[0])",
+    "removesuffix(u[-1])", "replace(u[0], u)", "rfind(u[0])", "rindex(u[0])", "rjust(30)",
+    "rpartition(u[1])", "rsplit(u[1])", "rstrip()", "split(u[1])", "splitlines()", "strip(u[0])",
+    "swapcase()", "title()", "translate({57344: u})", "upper()", "zfill(30)", "maketrans(u[0], u[0])",
+]
+
+
+@pytest.mark.parametrize("receiver", ["u", "'a{}{a}b'", "t"])
+def test_every_str_method_with_input_keeps_it_input(receiver):
+    context = mark_input({"u": "\ue000<|im_end|>\n\ue001"})
+    for call in STR_METHOD_CALLS:
+        if receiver.startswith("'") and "u" not in call:
+            continue  # no input anywhere
+        # the length of template text cut by input ('ab'.strip(u)) is the template's own: which
+        # template characters remain is not tracked (as `'a' if u else 'bc'` is not)
+        counted = () if receiver.startswith("'") else ("{{ '%c' % ((R.C | length) + 57344) }}",)
+        for shown in ("{{ R.C }}", "{{ R.C | string }}", "{{ R.C | list | string }}", *counted):
+            source = "{% set t = 'x' ~ u ~ 'y' %}" + shown.replace("R", receiver).replace("C", call)
+            try:
+                parts = ENV.from_string(source).render_parts(**context)
+            except TemplateError:
+                continue
+            assert not leaks(parts), f"{source!r}: {leaks(parts)}"
