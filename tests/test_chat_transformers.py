@@ -374,3 +374,15 @@ def test_continue_final_message_keeps_the_marks():
         ("<|im_start|>", False), ("user", True), ("\n", False), ("<|im_end|>", True),
         ("<|im_end|>\n<|im_start|>", False), ("assistant", True), ("\n", False),
         ("Sure <|im_start|>", True)]
+
+
+@pytest.mark.parametrize("shape", [list, tuple])
+def test_continue_final_message_in_content_blocks_leaves_the_callers_blocks_alone(tokenizer, shape):
+    blocks = shape([{"type": "text", "text": "a"}, {"type": "text", "text": "b "}, {"type": "image"}])
+    conversation = [{"role": "user", "content": "q"}, {"role": "assistant", "content": blocks}]
+    source = "{% for m in messages %}{{ m.content }}{% endfor %}"  # the blocks' repr: list or tuple
+    before = repr(conversation)
+    want = theirs(tokenizer, source, conversation, continue_final_message=True)
+    assert ours(tokenizer, source, conversation, continue_final_message=True) == want
+    assert joined(ours(tokenizer, source, conversation, "render_parts", continue_final_message=True)) == want
+    assert repr(conversation) == before

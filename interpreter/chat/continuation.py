@@ -33,7 +33,7 @@ def prepare(chat: list, option: Union[bool, str], source: str) -> Continuation:
     if not chat:
         raise ValueError("continue_final_message is set but the conversation is empty!")
     field = option if isinstance(option, str) else "content"
-    last = chat[-1]
+    last = chat[-1] = dict(chat[-1])  # ours to edit: the walk shares what was plain already
     final = last.get(field)
     if final is None:
         raise ValueError(f'continue_final_message is set but the final message has no "{field}" to continue!')
@@ -44,11 +44,17 @@ def prepare(chat: list, option: Union[bool, str], source: str) -> Continuation:
         raise ValueError(f'continue_final_message is set to "{field}" but this is not an accepted '
                          "field in the chat_template")
     if isinstance(final, (list, tuple)):
-        for block in reversed(final):
-            if "text" in block:
-                text = block["text"]
+        blocks = list(final)
+        for i in range(len(blocks) - 1, -1, -1):
+            if "text" in blocks[i]:
+                text = blocks[i]["text"]
                 _check_text(text)
-                return Continuation([(block, "text")], text)
+                blocks[i] = target = dict(blocks[i])  # ours to edit, as the message
+                copy = tuple(blocks) if isinstance(final, tuple) else blocks
+                for key, value in list(last.items()):  # every name it is under (reasoning aliases)
+                    if value is final:
+                        last[key] = copy
+                return Continuation([(target, "text")], text)
         raise ValueError("continue_final_message is set but we could not find any text to continue in "
                          "the final message!")
     _check_text(final)

@@ -132,7 +132,10 @@ _JSON_SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
 def plain(value: Any, depth: int = 0) -> Any:
-    """transformers' `_plain_template_data`: the value rebuilt out of plain JSON types."""
+    """transformers' `_plain_template_data`: the value rebuilt out of plain JSON types.
+
+    What is plain already is shared, not copied: a template cannot change its data (the sandbox
+    is immutable), so a copy would only cost time. Code that edits the result copies first."""
     t = type(value)
     if t in _JSON_SCALARS:
         return value
@@ -142,16 +145,26 @@ def plain(value: Any, depth: int = 0) -> Any:
     if t is dict:
         return _plain_dict(value, d)
     if t is list:
-        return [v if type(v) in _JSON_SCALARS else plain(v, d) for v in value]
+        out = [v if type(v) in _JSON_SCALARS else plain(v, d) for v in value]
+        return value if all(a is b for a, b in zip(out, value)) else out
     return _other(value, depth, plain, _plain_leaf)
 
 
 def _plain_dict(value: dict, d: int) -> dict:
-    out = {}
     scalars = _JSON_SCALARS
     for k, v in value.items():
-        out[k if type(k) in scalars else plain(k, d)] = v if type(v) in scalars else plain(v, d)
-    return out
+        if type(v) not in scalars or type(k) not in scalars:
+            break
+    else:
+        return value  # the common message: string keys and values
+    out = {}
+    same = True
+    for k, v in value.items():
+        key = k if type(k) in scalars else plain(k, d)
+        item = v if type(v) in scalars else plain(v, d)
+        same = same and key is k and item is v
+        out[key] = item
+    return value if same else out
 
 
 def _plain_leaf(value: Any) -> Any:

@@ -126,7 +126,8 @@ class ChatTemplate:
     def _apply(self, conversation: Any, tools: Any, documents: Any, add_generation_prompt: Any,
                continue_final_message: Union[bool, str], kwargs: dict, marked: bool) -> Any:
         refuse_consumed(kwargs)
-        select_template(self.templates, self.template_name, tools)  # transformers' first error
+        if isinstance(self.templates, dict) or self.templates is None:  # transformers' first error
+            select_template(self.templates, self.template_name, tools)
         conversations, batched = split_batch(conversation)
         results = self.render_batch(
             conversations, tools=tools, documents=documents,
