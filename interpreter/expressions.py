@@ -11,7 +11,7 @@ from .formatting import percent_format
 from .markup import is_safe, markup_add, markup_join, markup_mod
 from .marks import Input, Mixed, concat
 from .hostcalls import host_result
-from .metering import COPY, charge, charge_compare, charge_walk
+from .metering import COPY, charge, charge_building, charge_compare, charge_walk
 from .runtime import BlockReference, Function, Joiner, LoopContext, Macro, Method
 from .undefined import Undefined
 from .values import get_attribute, get_item, to_string
@@ -234,7 +234,6 @@ def binary(ev, op: str, left: Any, right: Any) -> Any:
         ev.budget.limits.check_size(len(left) + len(right))
         if isinstance(left, (list, tuple)):
             ev.budget.limits.check_items(len(left) + len(right))
-        charge((len(left) + len(right)) * COPY)
     if op == "+" and not isinstance(left, Undefined) and (is_safe(left) or is_safe(right)):
         return markup_add(left, right)  # safe text escapes what is added to it
     if op == "%" and isinstance(left, str):
@@ -246,6 +245,8 @@ def binary(ev, op: str, left: Any, right: Any) -> Any:
         ev.env.limits.check_product(left, right)
     fn = ev.env.operators[op]
     if fn in _CORE_OPERATORS:
+        if isinstance(left, (str, list, tuple)) or isinstance(right, (str, list, tuple)):
+            charge_building(left, right)  # `*` and `+` build: what a render holds is bounded too
         return fn(left, right)
     return host_result(fn, fn(left, right), (left, right), None)  # an extension's operator
 

@@ -11,6 +11,7 @@ from . import jsonmarks
 from . import marks
 from .environment_tools import pass_environment, pass_eval_context
 from .filters_support import FilterArgumentError, text
+from .limits import check_printable
 from .markup import Markup, _wrap, escape, safe_marked
 from .undefined import Undefined
 
@@ -40,6 +41,7 @@ def do_striptags(value: Any) -> str:
 def url_quote(value: Any, for_qs: bool = False) -> str:
     """Percent-encode the UTF-8 of str(value); in a query string '/' too and spaces as '+'."""
     if not isinstance(value, bytes):
+        check_printable(value)  # str() of a structure: refused past the output limit first
         value = str(value).encode("utf-8")
     quoted = quote_from_bytes(value, b"" if for_qs else b"/")
     return quoted.replace("%20", "+") if for_qs else quoted

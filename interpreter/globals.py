@@ -85,6 +85,7 @@ def _lorem_paragraph(min_words: int, max_words: int) -> str:
 
 GLOBALS: dict[str, Any] = {
     name: Function(name, fn) for name, fn in (
-        ("range", safe_range), ("dict", dict), ("lipsum", lipsum), ("cycler", Cycler),
+        ("range", safe_range), ("dict", metering.metered(dict, metering.ITEM, 0)),  # hashes keys
+        ("lipsum", lipsum), ("cycler", Cycler),
         ("joiner", Joiner), ("namespace", Namespace))
 }

@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 from . import metering
 from .errors import LimitExceeded
+from .runtime import Namespace
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,7 @@ def printed_size(value: Any) -> int:
     """About how many characters `str(value)` has; refused past the output limit."""
     if isinstance(value, str):
         return len(value)
-    if not isinstance(value, (list, tuple, dict)):
+    if type(value) in _EXACT:
         return 8
     most = _current.get().max_output
     printed = _Printed(most)
@@ -178,6 +179,7 @@ def check_printable(value: Any) -> bool:
 
 
 _EXACT = frozenset((str, int, float, bool, type(None)))
+_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
 
 
 class _Printed:
@@ -197,8 +199,13 @@ class _Printed:
                 self.subclassed = True
             return len(value) + 4
         if not isinstance(value, (dict, list, tuple)):
-            if type(value) not in _EXACT:
-                self.subclassed = True
+            if type(value) in _EXACT:
+                return 8
+            self.subclassed = True
+            if type(value) is Namespace:  # prints its attributes
+                return 13 + self.size(value.attrs)
+            if isinstance(value, (set, frozenset)) or type(value) in _VIEWS:
+                return 6 + self.size(list(value))
             return 8
         key = id(value)
         total = self.known.get(key)

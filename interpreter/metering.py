@@ -228,6 +228,25 @@ def metered(fn: Callable, cost: float, walk: Optional[int] = None) -> Callable:
     return call
 
 
+def charge_building(left: Any, right: Any) -> None:
+    """Before `left * right` or `left + right` builds a sequence: charged for the memory it
+    will hold, COPY units a character (four times that for text beyond ASCII, four bytes a
+    character) and ITEM an item of a list or tuple (a reference, and usually an object). So
+    what a render can hoard is bounded too, not only what it does."""
+    seq, other = (left, right) if isinstance(left, (str, list, tuple)) else (right, left)
+    if type(other) is int:
+        n = len(seq) * max(other, 0)
+    elif isinstance(other, (str, list, tuple)):
+        n = len(seq) + len(other)
+    else:
+        return
+    if isinstance(seq, str):
+        wide = not seq.isascii() or (isinstance(other, str) and not other.isascii())
+        charge(n * COPY * (4 if wide else 1))
+    else:
+        charge(n * ITEM)
+
+
 def charge_sort(items: list) -> None:
     """Before ordering (or grouping) `items` by comparisons: each item walked, about log n
     times, and a key computed per item in Python."""

@@ -106,12 +106,20 @@ ATTACKS: list[tuple[str, str]] = [
     ("title", BIG + LOOP + "{{ s|title|length }}{% endfor %}"),
     ("sum-quadratic", "{{ ([[0] * 10000] * 1000)|sum(start=[])|length }}"),
     ("list-concat-memory", BIG_LIST + "{{ (l + l + l + l + l)|length }}"),
+    ("repeat-hoard", "{% set ns = namespace(l=[]) %}{% for i in range(100) %}"
+                     "{% set ns.l = [ns.l, [0] * 10000000] %}{% endfor %}"),
+    ("repeat-hoard-wide", "{% set ns = namespace(l=[]) %}{% for i in range(100) %}"
+                          "{% set ns.l = [ns.l, '\U0001F600' * 10000000] %}{% endfor %}"),
+    ("shared-namespace-print", SHARED + "{% set n = namespace(v=ns.x) %}{{ n }}"),
+    ("shared-namespace-percent", SHARED + "{% set n = namespace(v=ns.x) %}{{ '%s' % n }}"),
+    ("shared-urlencode", SHARED + "{{ {'a': ns.x}|urlencode }}"),
+    ("shared-dict-global", SHARED + "{{ dict([(ns.t, 1)])|length }}"),
     ("range-scan", "{% set r = range(100000) %}" + LOOP + "{% if 'a' in r %}{% endif %}{% endfor %}"),
     ("percent-many-conversions", "{{ ('%%' * 5000000) % () }}"),
 ]
 
 CHILD = r"""
-import json, resource, sys, time
+import gc, json, resource, sys, time
 resource.setrlimit(resource.RLIMIT_AS, (2 << 30, resource.RLIM_INFINITY))
 import jinjamark
 source = sys.argv[1]
@@ -128,6 +136,7 @@ for mode, limits in (("default", jinjamark.Limits()), ("deadline", jinjamark.Lim
     except Exception as e:
         outcome = type(e).__name__ + ": " + str(e)[:200]
     report[mode] = (outcome, time.perf_counter() - start)
+    gc.collect()  # a failed render's values are in cycles with its traceback: freed here
 report["memory_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(report))
 """ % DEADLINE
