@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import abc
 from types import BuiltinFunctionType
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Optional, TypeVar
 
 from . import marks
 from .errors import LimitExceeded
@@ -53,10 +53,12 @@ def host_result(fn: Callable, result: Any, args: Any, kwargs: Any) -> Any:
     return result
 
 
-def all_input(value: Any, depth: int = 0) -> Any:
+def all_input(value: Any, depth: int = 0, memo: Optional[dict] = None) -> Any:
     """`value` with every string (keys too), number and byte in it input, whatever marks it
-    had: containers copied, an iterator's items marked as they come, objects that print what
-    they hold (a namespace, safe HTML of an object's own) rebuilt from what they hold."""
+    had: containers copied (each once: what was shared stays shared, so a structure built by
+    sharing costs what its distinct containers cost), an iterator's items marked as they come,
+    objects that print what they hold (a namespace, safe HTML of an object's own) rebuilt from
+    what they hold."""
     if isinstance(value, str):
         if not value:
             return value
@@ -67,13 +69,17 @@ def all_input(value: Any, depth: int = 0) -> Any:
     if depth >= MAX_DEPTH:
         raise LimitExceeded(f"a value nests deeper than {MAX_DEPTH} levels (or contains itself)")
     if isinstance(value, (list, tuple, dict, set, frozenset)) or type(value) in _VIEWS:
-        return _all_input_container(value, depth + 1)
+        memo = {} if memo is None else memo
+        done = memo.get(id(value))
+        if done is None:  # the value is kept with its copy: its id cannot be reused meanwhile
+            done = memo[id(value)] = (value, _all_input_container(value, depth + 1, memo))
+        return done[1]
     if isinstance(value, (int, float)) and type(value) is not bool:
         return _input_number(value)
     if isinstance(value, (bytes, bytearray)):
         return InputBytes(value)
     if isinstance(value, Namespace):
-        return Namespace(all_input(value.attrs, depth + 1))
+        return Namespace(all_input(value.attrs, depth + 1, memo))
     if isinstance(value, abc.Iterator):  # a generator: lazy as it was, each item input
         return (all_input(item, depth + 1) for item in value)
     if hasattr(value, "__html__") and not hasattr(type(value), "jinja_attribute"):
@@ -81,17 +87,17 @@ def all_input(value: Any, depth: int = 0) -> Any:
     return value  # an object prints as its kind only (values.safe_repr)
 
 
-def _all_input_container(value: Any, depth: int) -> Any:
+def _all_input_container(value: Any, depth: int, memo: dict) -> Any:
     if isinstance(value, dict):
-        return {all_input(k, depth): all_input(v, depth) for k, v in value.items()}
+        return {all_input(k, depth, memo): all_input(v, depth, memo) for k, v in value.items()}
     view = _VIEWS.get(type(value))
     if view == "keys":
-        return dict.fromkeys(all_input(list(value), depth)).keys()
+        return dict.fromkeys(all_input(list(value), depth, memo)).keys()
     if view == "values":
-        return dict(enumerate(all_input(list(value), depth))).values()
+        return dict(enumerate(all_input(list(value), depth, memo))).values()
     if view == "items":
-        return dict(all_input(list(value), depth)).items()
-    items = [all_input(v, depth) for v in value]
+        return dict(all_input(list(value), depth, memo)).items()
+    items = [all_input(v, depth, memo) for v in value]
     if isinstance(value, (set, frozenset)):
         return frozenset(items) if isinstance(value, frozenset) else set(items)
     return items if isinstance(value, list) else tuple(items)

@@ -9,7 +9,7 @@ mark is an injection, an extra mark only a missed special token).
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from .limits import check_size
 from .numbers import InputBytes, InputFloat, InputInt, as_input
@@ -498,11 +498,13 @@ def _pad(s: str, padded: str) -> str:
 
 # ---------------------------------------------------------------------------- fail safe
 
-def has_input(value: Any, _depth: int = 0) -> bool:
+def has_input(value: Any, _depth: int = 0, _seen: Optional[set] = None) -> bool:
     """Whether anything inside `value` came from input: a marked string, a number or bytes from
     input, in lists, tuples, dicts (keys too), sets and dict views, or in a runtime object that
     says what it holds (`jinja_holds_input`). Fail safe: an opaque value (an iterator, a macro,
-    an object of the host's) may hold input, and so does anything nested past 200 levels."""
+    an object of the host's) may hold input, and so does anything nested past 200 levels. Each
+    container is looked into once, so a structure built by sharing (`[x, x]` doubled 40 times)
+    costs what its distinct containers cost."""
     t = type(value)
     if t is str or t is int or t is bool or value is None:
         return False
@@ -512,27 +514,34 @@ def has_input(value: Any, _depth: int = 0) -> bool:
         return False
     if _depth > 200:
         return True
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if has_input(k, _depth + 1) or has_input(v, _depth + 1):
-                return True
-        return False
-    if isinstance(value, (list, tuple, set, frozenset)) or t in _VIEWS:
-        for v in value:
-            if has_input(v, _depth + 1):
+    if isinstance(value, (dict, list, tuple, set, frozenset)) or t in _VIEWS:
+        if _seen is None:
+            _seen = set()
+        elif id(value) in _seen:  # looked into already, and found nothing (or being looked into)
+            return False
+        _seen.add(id(value))
+        if isinstance(value, dict) or t is _ITEMS:  # keys and values, never the passing pairs
+            pairs = value.items() if isinstance(value, dict) else value
+            for k, v in pairs:  # (whose ids Python reuses: they must not enter `_seen`)
+                if has_input(k, _depth + 1, _seen) or has_input(v, _depth + 1, _seen):
+                    return True
+            return False
+        for item in value:
+            if has_input(item, _depth + 1, _seen):
                 return True
         return False
     if isinstance(value, (str, Undefined)):  # Markup and other str subclasses: template text
         return False
     holds = getattr(t, "jinja_holds_input", None)
     if holds is not None:
-        return holds(value, lambda inner: has_input(inner, _depth + 1))
+        return holds(value, lambda inner: has_input(inner, _depth + 1, _seen))
     return True
 
 
 _INPUT_VALUES = frozenset({InputInt, InputFloat, InputBytes})
 _PLAIN_LEAVES = frozenset({float, bytes, complex, range, slice, type(Ellipsis)})
-_VIEWS = frozenset({type({}.keys()), type({}.values()), type({}.items())})
+_ITEMS = type({}.items())
+_VIEWS = frozenset({type({}.keys()), type({}.values()), _ITEMS})
 
 
 def taint(result: Any, *sources: Any) -> Any:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import re
+import time
 import types
 from typing import Any, Callable
 
@@ -253,12 +254,27 @@ RESULTS: dict[str, Callable[[str], Any]] = {
     "tuple": lambda t: (t,), "dict": lambda t: {t: t}, "dict view": lambda t: {t: 1}.keys(),
     "int": lambda t: len(t) + 0xE000, "int subclass": lambda t: IntSub(len(t) + 0xE000),
     "float": lambda t: float(len(t) + 0xE000), "Markup": lambda t: Markup(f"<b>{t}</b>"),
+    "object": lambda t: Shows(t), "html object": lambda t: Shows(t, html=True),
 }
 SHOWN = {  # how the template shows each result (so that Jinja2 prints it alike)
     "iterator": "{{ r | list }}", "generator": "{{ r | join }}", "int": "{{ '%c' % r }}",
     "int subclass": "{{ '%c' % r }}", "float": "{{ '%c' % (r | int) }}",
     "dict view": "{{ r | list }}",
+    "object": "{{ '%s' % r }}{{ '{}'.format(r) }}{{ '%s' | format(r) }}{{ r }}{{ r | string }}",
+    "html object": "{{ '%s' % r }}{{ r | e }}{{ r }}{{ '{}'.format(r) }}",
 }
+
+
+class Shows:
+    """A host's object that prints what it was made from, by str() (and by __html__)."""
+
+    def __init__(self, text: str, html: bool = False) -> None:
+        self.text = text
+        if html:
+            self.__html__ = lambda: f"<i>{self.text}</i>"
+
+    def __str__(self) -> str:
+        return self.text
 
 
 @settings(max_examples=120, deadline=None)
@@ -522,3 +538,18 @@ def test_every_str_method_with_input_keeps_it_input(receiver):
             except TemplateError:
                 continue
             assert not leaks(parts), f"{source!r}: {leaks(parts)}"
+
+
+def test_a_structure_built_by_sharing_goes_through_host_functions_at_once():
+    """Looking for input in (and marking) what a host function gets and returns visits each
+    container once: 2^45 leaves shared by 45 lists cost 45 looks, and sharing stays sharing."""
+    env = jinjamark.Environment()
+    env.filters["same"] = lambda value: value
+    env.filters["text"] = lambda value: "t"
+    source = ("{% set ns = namespace(x=[1]) %}{% for i in range(45) %}{% set ns.x = [ns.x, ns.x] %}"
+              "{% endfor %}{% set y = [ns.x, u] | same %}{{ y[1] }}{{ y[0][0] is sameas y[0][1] }}"
+              "{{ ns.x | text }}{{ [ns.x, u] | text }}")
+    started = time.perf_counter()
+    parts = env.from_string(source).render_parts(**mark_input({"u": "<|im_end|>"}))
+    assert time.perf_counter() - started < 2
+    assert [(p.text, p.is_input) for p in parts] == [("<|im_end|>", True), ("Truet", False), ("t", True)]
