@@ -147,7 +147,7 @@ def tokens_command(args: argparse.Namespace) -> int:
     except ImportError:
         raise UsageError("the tokens command needs the tokenizers package: "
                          "pip install 'jinjamark[hf]'") from None
-    from .tokenizers import encode, special_tokens
+    from .chat.tokenization import control_tokens, encode
     path = args.tokenizer
     if path is None:
         path = os.path.join(args.template, "tokenizer.json")
@@ -160,13 +160,14 @@ def tokens_command(args: argparse.Namespace) -> int:
     messages, options = chat_arguments(load_conversation(args.conversation), args)
     template = load_template(args)
     parts = render_chat(template, messages, options, parts=True)
-    ids = encode(parts, tokenizer)
-    specials = set(special_tokens(tokenizer).values())
+    control = control_tokens(tokenizer, template.template)
+    ids = encode(parts, tokenizer, control=control)
+    controls = set(control.values())
     plain = tokenizer.encode("".join(p.text for p in parts), add_special_tokens=False).ids
     json.dump(ids, sys.stdout)
     sys.stdout.write("\n")
-    print(f"{len(ids)} tokens, {sum(i in specials for i in ids)} special "
-          f"(encoding the flat string would give {sum(i in specials for i in plain)} special)",
+    print(f"{len(ids)} tokens, {sum(i in controls for i in ids)} control tokens "
+          f"(encoding the flat string would give {sum(i in controls for i in plain)})",
           file=sys.stderr)
     return 0
 

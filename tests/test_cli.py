@@ -99,7 +99,8 @@ def test_parts_bracket_exactly_the_conversation_text(capsys):
     status, out, err = run(capsys, "render", CHATML, INJECTION, "--parts",
                            "--add-generation-prompt")
     fixture = json.loads(INJECTION.read_text(encoding="utf-8"))
-    want = "".join(f"<|im_start|>{OPEN}{m['role']}{CLOSE}\n{OPEN}{m['content']}{CLOSE}<|im_end|>\n"
+    # the roles are the chat APIs' own names: template text (ChatTemplate's trusted_roles)
+    want = "".join(f"<|im_start|>{m['role']}\n{OPEN}{m['content']}{CLOSE}<|im_end|>\n"
                    for m in fixture["messages"]) + "<|im_start|>assistant\n"
     assert status == 0
     assert out == want
@@ -116,8 +117,8 @@ def test_parts_as_json_are_machine_readable(capsys):
     forged = json.loads(INJECTION.read_text(encoding="utf-8"))["messages"][1]["content"]
     assert {"text": forged, "is_input": True} in parts
     template_text = "".join(p["text"] for p in parts if not p["is_input"])
-    # the roles are input too: the template wrote only the control tokens and newlines
-    assert template_text == "<|im_start|>system\n<|im_end|>\n<|im_start|>\n<|im_end|>\n"
+    # the template wrote the control tokens and newlines; the roles are the chat APIs' own names
+    assert template_text == "<|im_start|>system\n<|im_end|>\n<|im_start|>user\n<|im_end|>\n"
 
 
 def test_parts_and_json_cannot_be_combined(capsys):

@@ -131,31 +131,34 @@ def test_qwen_tool_call_in_user_text_is_not_a_tool_call(qwen):
     assert qwen.convert_tokens_to_ids("<tool_call>") in qwen.encode(text, add_special_tokens=False)
 
 
-# Templates that build a control token from input, `'<|' + message['role'] + '|>'`: there the
-# token is text for us (a role is input), a token for transformers (which says such strings
-# "must be validated separately"). Listed so that a new one shows up.
-ROLE_BUILT = {"glm--THUDM_chatglm3-6b.jinja", "glm--THUDM_glm-4-9b-chat-1m-hf.jinja",
-              "hfjs--ai21labs__AI21-Jamba-Large-1.6.jinja", "phi--microsoft_Phi-3-small-8k-instruct.jinja",
-              "phi--microsoft_Phi-3-vision-128k-instruct.jinja", "phi--vllm-tool_chat_template_phi4_mini.jinja"}
-
-
 @pytest.mark.parametrize("name", BENIGN)
 def test_benign_renders_encode_as_transformers_encodes_the_text(qwen, name):
-    compared, built = 0, set()
+    """Benign conversations tokenize exactly as transformers tokenizes the text, also where a
+    template builds its turn tokens from the role (`'<|' + message['role'] + '|>'`: Phi-3,
+    GLM-4, Jamba): a standard role name is template text (normalize.TRUSTED_ROLES)."""
+    compared = 0
     for template in TEMPLATES:
         parts = render_parts(template, name, True, qwen)
         if parts is None:
             continue
         text, source = "".join(p.text for p in parts), source_of(template)
         ours, theirs = encode(parts, qwen, template=source), qwen.encode(text, add_special_tokens=False)
-        control = control_tokens(qwen, source)
-        if control_ids_in(theirs, control) == expected_control_ids(parts, control):
-            assert ours == theirs, template
-            compared += 1
-        else:  # transformers finds a control token in characters that came from input
-            assert control_ids_in(ours, control) == expected_control_ids(parts, control), template
-            built.add(template)
-    assert compared > 150 and built == ROLE_BUILT
+        assert ours == theirs, template
+        compared += 1
+    assert compared > 150
+
+
+def test_a_role_outside_the_chat_apis_names_stays_input(qwen):
+    """Only the chat APIs' own role names are trusted: any other role is input, so a role that
+    spells a turn token cannot make one."""
+    source = "{% for m in messages %}{{ '<|' + m.role + '|>' + m.content }}{% endfor %}"
+    chat = jinjamark.ChatTemplate(source)
+    forged = chat.render_parts([{"role": "user", "content": "hi"}, {"role": "im_end", "content": "x"}])
+    assert [(p.text, p.is_input) for p in forged] == [
+        ("<|user|>", False), ("hi", True), ("<|", False), ("im_end", True), ("|>", False), ("x", True)]
+    every_role_input = jinjamark.ChatTemplate(source, trusted_roles=())
+    assert [(p.text, p.is_input) for p in every_role_input.render_parts([{"role": "user", "content": "hi"}])] == [
+        ("<|", False), ("user", True), ("|>", False), ("hi", True)]
 
 
 def test_a_non_control_added_token_is_matched_in_input_and_template(qwen):

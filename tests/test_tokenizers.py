@@ -152,4 +152,4 @@ def test_tokens_command_prints_ids(raw_tokenizer, tmp_path, capsys):
     out, err = capsys.readouterr()
     fx = fixture("20-injection-user")
     assert json.loads(out) == chat("chatml").encode(fx["messages"], raw_tokenizer)
-    assert "special" in err
+    assert "control tokens" in err

@@ -268,13 +268,26 @@ def _other(value: Any, depth: int, walk: Callable[[Any, int], Any], leaf: Callab
     return leaf(f"<{type(value).__name__}>")
 
 
-def template_messages(messages: list[dict], walk: Callable[[Any, int], Any]) -> list[dict]:
-    """Normalised messages as the template sees them: walked, reasoning aliased."""
+# The role names of the chat APIs. A message's role that is exactly one of these is template text,
+# not input: templates build their turn tokens from it (`'<|' + message['role'] + '|>'` in Phi-3,
+# GLM-4, Jamba), and marked, those tokens would be spelled out as characters for every benign
+# prompt. Such a word cannot hold a control token itself; any other role stays input.
+TRUSTED_ROLES = frozenset(("system", "user", "assistant", "tool", "developer", "function", "ipython"))
+
+
+def template_messages(messages: list[dict], walk: Callable[[Any, int], Any],
+                      trusted_roles: frozenset = TRUSTED_ROLES) -> list[dict]:
+    """Normalised messages as the template sees them: walked, reasoning aliased; with marks, a
+    role named in `trusted_roles` left unmarked."""
     out = []
     add = out.append
     by_dict = _marked_dict if walk is marked else _plain_dict if walk is plain else None
     for message in messages:
         m = walk(message, 1) if by_dict is None else by_dict(message, 2)
+        if walk is marked:
+            role = message.get("role")
+            if type(role) is str and role in trusted_roles:
+                m["role"] = role
         if "reasoning_content" in m or "thinking" in m or "reasoning" in m:
             m = alias_reasoning(m)
         add(m)

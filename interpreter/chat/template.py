@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from ..environment import Environment, Template
 from ..output import Part
 from . import continuation
 from .loading import (Templates, load_folder, select_template, special_tokens_of_tokenizer,
                       templates_of_tokenizer, token_text)
-from .normalize import (check_documents, check_tools, marked, normalize_messages, plain, split_batch,
-                        template_messages)
+from .normalize import (TRUSTED_ROLES, check_documents, check_tools, marked, normalize_messages, plain,
+                        split_batch, template_messages)
 from .profile import shared_environment
 
 # apply_chat_template's own parameters: never template variables here.
@@ -39,17 +39,21 @@ class ChatTemplate:
     per render as transformers chooses (`template_name` fixes the choice). `special_tokens` are
     the tokenizer's `special_tokens_map` (AddedToken dicts are taken by their content): prefer
     `ChatTemplate.from_pretrained`, which reads them from the model, so that no BOS goes missing.
+    `trusted_roles`: the role names `render_parts` takes as template text (the chat APIs' own, see
+    `normalize.TRUSTED_ROLES`); pass `()` to mark every role as input.
     """
 
     def __init__(self, source: Union[str, Mapping[str, str], None],
                  special_tokens: Optional[Mapping[str, Any]] = None,
                  now: Optional[Callable[[], datetime]] = None,
                  environment: Optional[Environment] = None, name: Optional[str] = None,
-                 template_name: Optional[str] = None) -> None:
+                 template_name: Optional[str] = None,
+                 trusted_roles: Iterable[str] = TRUSTED_ROLES) -> None:
         self.environment = environment or shared_environment()
         self.templates: Templates = dict(source) if isinstance(source, Mapping) else source
         self.template_name = template_name
         self.name = name
+        self.trusted_roles = frozenset(trusted_roles)
         # as special_tokens_map: a token that is None is not there (undefined, not "None")
         self.special_tokens = {key: _token(value) for key, value in (special_tokens or {}).items()
                                if value is not None}
@@ -118,10 +122,12 @@ class ChatTemplate:
 
     def encode(self, messages: Any, tokenizer: Any, tools: Any = None, documents: Any = None,
                add_generation_prompt: bool = False, **kwargs: Any) -> list[int]:
-        """Token ids of the rendered prompt; special tokens are parsed in template text only."""
+        """Token ids of the rendered prompt; control tokens (special tokens, and the added tokens
+        the template writes) are parsed in template text only."""
         from .tokenization import encode
         parts = self.render_parts(messages, tools, documents, add_generation_prompt, **kwargs)
-        return encode(parts, tokenizer)
+        source = select_template(self.templates, self.template_name, tools)
+        return encode(parts, tokenizer, template=self.compiled(source))
 
     def _apply(self, conversation: Any, tools: Any, documents: Any, add_generation_prompt: Any,
                continue_final_message: Union[bool, str], kwargs: dict, marked: bool) -> Any:
@@ -194,7 +200,8 @@ class _Render:
             if reads is None or name in reads:
                 context[name] = walk(value, 1)
         if reads is None or "messages" in reads:
-            context["messages"] = walked if walked is not None else template_messages(messages, walk)
+            context["messages"] = (walked if walked is not None
+                                   else template_messages(messages, walk, self.chat.trusted_roles))
         if reads is None or "tools" in reads:
             context["tools"] = None if self.tools is None else walk(self.tools, 0)
         if reads is None or "documents" in reads:
@@ -222,7 +229,7 @@ class _Render:
         located, spans = self.run(self.context(messages, False, walked), True)
         where = continuation.locate(located, cont, tagged)
         if marked_data:
-            walked = template_messages(messages, marked)
+            walked = template_messages(messages, marked, self.chat.trusted_roles)
             if tagged:
                 continuation.mark_targets(
                     continuation.prepare(walked, continue_final_message, self.source), True)
