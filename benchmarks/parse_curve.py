@@ -1,10 +1,12 @@
 """Compile time against template size: jinjamark next to Jinja2, in microseconds per character.
 
     python benchmarks/parse_curve.py [--sizes 10000,100000,1000000] [--repeat 1]
+                                     [--shape corpus|outputs|list]
 
-A template of each size is made by joining corpus chat templates (each template's text, in the
-corpus order, until the size is reached, then cut at the end of the last whole template), so the
-text is real template code. jinjamark: `Environment.from_string` with the chat profile's
+A template of each size is made by joining whole corpus chat templates (in the corpus order,
+skipping one that would pass the size), so the text is real template code; or, with `--shape`,
+of the slowest shapes per character known: `{{ x }}` repeated (outputs) or one list literal of
+numbers (list), where every item goes through each level of the expression grammar. jinjamark: `Environment.from_string` with the chat profile's
 extensions (parse, check, build the tree). Jinja2: `ImmutableSandboxedEnvironment.from_string`
 (lex, parse, generate Python, compile it). Both: the best of `--repeat` runs, CPU time of this
 process. Time linear in size shows as a flat µs/char column. See benchmarks/README.md.
@@ -45,16 +47,24 @@ def sources() -> list[str]:
 
 
 def template_of(size: int, pieces: list[str]) -> str:
-    """Whole corpus templates joined until `size` characters, cut after the last whole one."""
-    out, total, i = [], 0, 0
-    while total < size:
+    """Whole corpus templates joined up to `size` characters: each in turn that still fits."""
+    out, total, misses, i = [], 0, 0, 0
+    while misses < len(pieces):
         piece = pieces[i % len(pieces)]
-        if total + len(piece) > size and out:
-            break
+        i += 1
+        if total + len(piece) > size:
+            misses += 1
+            continue
         out.append(piece)
         total += len(piece)
-        i += 1
+        misses = 0
     return "".join(out)
+
+
+SHAPES = {
+    "outputs": lambda size: "{{ x }} " * (size // 8),
+    "list": lambda size: "{{ [" + "1, " * (size // 3 - 3) + "] }}",
+}
 
 
 def best_cpu(fn, repeat: int) -> float:
@@ -70,15 +80,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,30000,100000,300000,1000000")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--shape", choices=["corpus", *SHAPES], default="corpus")
     args = parser.parse_args()
     pieces = sources()
+    make = SHAPES.get(args.shape) or (lambda size: template_of(size, pieces))
     limits = jinjamark.Limits(max_template_size=10**8)
     ours = jinjamark.chat_environment(limits=limits)
     ours.from_string(pieces[0])  # the parser's tables built or loaded: not timed
     print(f"{'size':>9} {'chars':>9} {'jinjamark s':>12} {'µs/char':>8} {'jinja2 s':>9} "
           f"{'µs/char':>8} {'ratio':>6}")
     for size in (int(s) for s in args.sizes.split(",")):
-        text = template_of(size, pieces)
+        text = make(size)
         t_ours = best_cpu(lambda: ours.from_string(text), args.repeat)
         line = f"{size:>9} {len(text):>9} {t_ours:>12.3f} {t_ours * 1e6 / len(text):>8.2f}"
         if oracle is not None:

@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping, Optional
 import lark
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedInput, VisitError
+from lark.parse_tree_builder import ExpandSingleChild, PropagatePositions
 
 from . import ast
 from .delimiters import DEFAULT, Delimiters
@@ -96,6 +97,7 @@ class Parser:
             key = f"{self.grammar}\0{lark.__version__}\0{sys.version_info[:2]}"
             options["cache"] = os.path.join(folder, f"lark-{_digest(key)}.cache")
         self.lark = _build(self.grammar, options, strict)
+        _unit_rules_unwrapped(self.lark)
         rules: dict[str, Callable] = {}
         for s in syntaxes:
             rules.update(s.rules)
@@ -179,6 +181,25 @@ def _build(grammar: str, options: dict, strict: bool) -> Lark:
             return Lark(grammar, **options)
         finally:
             lexer_module.has_interegular = saved
+
+
+def _unit_rules_unwrapped(parser: Lark) -> None:
+    """A unit rule (`?or_expr: and_expr`, one nonterminal, inlined) hands its child back as it
+    is, so Lark's position bookkeeping around it finds the child's own positions and writes
+    them back unchanged. An expression goes through about 16 of them (each precedence level),
+    half of a parse's time: their callbacks keep only the inlining."""
+    lalr = parser.parser.parser.parser
+    callbacks = lalr.callbacks
+    for rule, callback in callbacks.items():
+        inner = getattr(callback, "node_builder", None)
+        if (type(callback) is PropagatePositions and type(inner) is ExpandSingleChild
+                and len(rule.expansion) == 1 and not rule.expansion[0].is_term):
+            callbacks[rule] = inner
+    # Keyed by the very rule objects of the parse table (tables loaded from the cache hold
+    # copies): each reduction's look-up is then found by identity, not by Rule.__eq__.
+    table_rules = {id(arg): arg for actions in lalr.parse_table.states.values()
+                   for _, arg in actions.values() if type(arg) is not int}
+    lalr.callbacks = {rule: callbacks[rule] for rule in table_rules.values()}
 
 
 def _without_trailing_newline(source: str) -> str:
