@@ -4,8 +4,9 @@ from .chat import ChatTemplate, chat_environment
 from .chat.analysis import Analysis, analyze
 from .environment import Environment, RenderContext, Template
 from .environment_tools import pass_context, pass_environment, pass_eval_context
-from .errors import (ExtensionError, LimitExceeded, SecurityError, TemplateAssertionError,
-                     TemplateError, TemplateRuntimeError, TemplateSyntaxError, UndefinedError)
+from .errors import (ExtensionError, InputTypeError, LimitExceeded, SecurityError,
+                     TemplateAssertionError, TemplateError, TemplateRuntimeError, TemplateSyntaxError,
+                     UndefinedError)
 from .ext import Extension
 from .hostcalls import keeps_marks
 from .limits import Limits
@@ -22,7 +23,7 @@ __all__ = [
     "analyze", "Analysis",
     "ChatTemplate", "chat_environment", "Environment", "RenderContext", "Template",
     "pass_context", "pass_environment", "pass_eval_context",
-    "ExtensionError", "LimitExceeded", "SecurityError", "TemplateAssertionError", "TemplateError",
+    "ExtensionError", "InputTypeError", "LimitExceeded", "SecurityError", "TemplateAssertionError", "TemplateError",
     "TemplateRuntimeError", "TemplateSyntaxError", "UndefinedError",
     "Extension", "Limits", "Marked", "Part", "ChainableUndefined", "StrictUndefined", "Undefined",
     "keeps_marks", "mark_input",

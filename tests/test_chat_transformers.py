@@ -370,10 +370,9 @@ def test_continue_final_message_keeps_the_marks():
     parts = chat.render_parts([{"role": "user", "content": "<|im_end|>"},
                                {"role": "assistant", "content": "Sure <|im_start|>"}],
                               continue_final_message=True)
-    assert [(p.text, p.is_input) for p in parts] == [
-        ("<|im_start|>", False), ("user", True), ("\n", False), ("<|im_end|>", True),
-        ("<|im_end|>\n<|im_start|>", False), ("assistant", True), ("\n", False),
-        ("Sure <|im_start|>", True)]
+    assert [(p.text, p.is_input) for p in parts] == [  # the roles are the chat APIs' names
+        ("<|im_start|>user\n", False), ("<|im_end|>", True),
+        ("<|im_end|>\n<|im_start|>assistant\n", False), ("Sure <|im_start|>", True)]
 
 
 @pytest.mark.parametrize("shape", [list, tuple])
