@@ -107,18 +107,37 @@ class ChatTemplate:
 
     def render(self, conversation: Any, /, tools: Any = None, documents: Any = None,
                add_generation_prompt: Any = False, continue_final_message: Union[bool, str] = False,
-               **kwargs: Any) -> Union[str, list[str]]:
+               polyfill: Union[bool, Iterable[str]] = False, return_polyfills: bool = False,
+               **kwargs: Any) -> Any:
         """`apply_chat_template(conversation, ..., tokenize=False)`: the text, or a list of texts
-        for a batch (a list of conversations)."""
+        for a batch (a list of conversations).
+
+        `polyfill`: reshape the data for what the template cannot render (True: every polyfill,
+        or a set of names of `polyfills.POLYFILLS`; see `polyfills_for`); False (the default)
+        renders as transformers does. With `return_polyfills`, the result is `(text, applied)`,
+        `applied` the `Polyfill`s used (a list of such lists for a batch)."""
         return self._apply(conversation, tools, documents, add_generation_prompt,
-                           continue_final_message, kwargs, marked=False)
+                           continue_final_message, kwargs, False, polyfill, return_polyfills)
 
     def render_parts(self, conversation: Any, /, tools: Any = None, documents: Any = None,
                      add_generation_prompt: Any = False, continue_final_message: Union[bool, str] = False,
-                     **kwargs: Any) -> Union[list[Part], list[list[Part]]]:
-        """As `render`, as parts: what came from the arguments (and kwargs) is input."""
+                     polyfill: Union[bool, Iterable[str]] = False, return_polyfills: bool = False,
+                     **kwargs: Any) -> Any:
+        """As `render`, as parts: what came from the arguments (and kwargs) is input (also
+        after a polyfill moved it; the words a polyfill adds are template text)."""
         return self._apply(conversation, tools, documents, add_generation_prompt,
-                           continue_final_message, kwargs, marked=True)
+                           continue_final_message, kwargs, True, polyfill, return_polyfills)
+
+    def polyfills_for(self, conversation: Any, tools: Any = None,
+                      polyfill: Union[bool, Iterable[str]] = True) -> list:
+        """The `Polyfill`s (name and reason) a render of this conversation (one, not a batch)
+        with `polyfill=` would apply to the template chosen for `tools`."""
+        from .polyfills import Polyfiller, selected_polyfills
+        source = select_template(self.templates, self.template_name, tools)
+        filler = Polyfiller(self, source, selected_polyfills(polyfill))
+        walked = check_tools(tools)
+        messages = template_messages(normalize_messages(conversation), plain)
+        return filler.apply(messages, None if walked is None else plain(walked, 0), plain)[1]
 
     def encode(self, messages: Any, tokenizer: Any, tools: Any = None, documents: Any = None,
                add_generation_prompt: bool = False, **kwargs: Any) -> list[int]:
@@ -130,16 +149,21 @@ class ChatTemplate:
         return encode(parts, tokenizer, template=self.compiled(source))
 
     def _apply(self, conversation: Any, tools: Any, documents: Any, add_generation_prompt: Any,
-               continue_final_message: Union[bool, str], kwargs: dict, marked: bool) -> Any:
+               continue_final_message: Union[bool, str], kwargs: dict, marked: bool,
+               polyfill: Union[bool, Iterable[str]] = False, return_polyfills: bool = False) -> Any:
         refuse_consumed(kwargs)
         if isinstance(self.templates, dict) or self.templates is None:  # transformers' first error
             select_template(self.templates, self.template_name, tools)
         conversations, batched = split_batch(conversation)
+        applied: list[list] = []
         results = self.render_batch(
             conversations, tools=tools, documents=documents,
             add_generation_prompt=add_generation_prompt,
-            continue_final_message=continue_final_message, marked=marked, kwargs=kwargs)
+            continue_final_message=continue_final_message, marked=marked, kwargs=kwargs,
+            polyfill=polyfill, applied=applied)
         rendered = [result for result, _ in results]
+        if return_polyfills:
+            return (rendered, applied) if batched else (rendered[0], applied[0])
         return rendered if batched else rendered[0]
 
     def render_batch(self, conversations: Sequence[Any], *, tools: Any = None, documents: Any = None,
@@ -147,6 +171,7 @@ class ChatTemplate:
                      continue_final_message: Union[bool, str] = False,
                      chat_template: Optional[str] = None, marked: bool = True,
                      generation_spans: bool = False, kwargs: Optional[Mapping[str, Any]] = None,
+                     polyfill: Union[bool, Iterable[str]] = False, applied: Optional[list] = None,
                      ) -> list[tuple[Rendered, Optional[list[tuple[int, int]]]]]:
         """Render each conversation of a batch: [(parts if `marked` else text, spans or None)].
 
@@ -154,7 +179,8 @@ class ChatTemplate:
         `conversations` is already a batch (see `normalize.split_batch`); `chat_template` is a
         template name or source (as transformers' `get_chat_template` takes it; None: the model's
         choice for `tools`); with `generation_spans` the second item lists the (start, end)
-        character offsets of every `{% generation %}` body's output."""
+        character offsets of every `{% generation %}` body's output. `polyfill` as in `render`;
+        `applied`, when given, gets one list of the applied `Polyfill`s per conversation."""
         kwargs = dict(kwargs or {})
         if "messages" in kwargs:  # as transformers' render(messages=..., **kwargs)
             raise TypeError("render() got multiple values for keyword argument 'messages'")
@@ -168,7 +194,14 @@ class ChatTemplate:
         documents = check_documents(documents)
         render = _Render(self, template, source, tools, documents, add_generation_prompt, kwargs,
                          generation_spans)
-        return [render.one(chat, continue_final_message, marked) for chat in chats]
+        if polyfill is not False:
+            from .polyfills import Polyfiller, selected_polyfills
+            selected = selected_polyfills(polyfill)
+            render.polyfiller = Polyfiller(self, source, selected) if selected else None
+        results = [render.one(chat, continue_final_message, marked) for chat in chats]
+        if applied is not None:
+            applied.extend(render.applied)
+        return results
 
     def context(self, messages: Any, tools: Any = None, documents: Any = None,
                 add_generation_prompt: Any = False, marked: bool = False, **kwargs: Any) -> dict:
@@ -189,6 +222,22 @@ class _Render:
         self.tools, self.documents, self.kwargs = tools, documents, kwargs
         self.add_generation_prompt = add_generation_prompt
         self.spans = generation_spans
+        self.polyfiller: Any = None  # a polyfills.Polyfiller when the render asked for polyfills
+        self.applied: list[list] = []  # the polyfills applied, per conversation
+
+    def messages(self, messages: list, walk: Callable[[Any, int], Any], first: bool = True) -> list:
+        """The messages as the template sees them: walked, then polyfilled when asked (the first
+        walk of a conversation records what applied)."""
+        walked = template_messages(messages, walk, self.chat.trusted_roles)
+        if self.polyfiller is None:
+            if first:
+                self.applied.append([])
+            return walked
+        tools = None if self.tools is None else walk(self.tools, 0)
+        walked, applied = self.polyfiller.apply(walked, tools, walk)
+        if first:
+            self.applied.append(applied)
+        return walked
 
     def context(self, messages: list, marked_data: bool, walked: Optional[list] = None) -> dict:
         walk = marked if marked_data else plain
@@ -200,8 +249,7 @@ class _Render:
             if reads is None or name in reads:
                 context[name] = walk(value, 1)
         if reads is None or "messages" in reads:
-            context["messages"] = (walked if walked is not None
-                                   else template_messages(messages, walk, self.chat.trusted_roles))
+            context["messages"] = walked if walked is not None else self.messages(messages, walk)
         if reads is None or "tools" in reads:
             context["tools"] = None if self.tools is None else walk(self.tools, 0)
         if reads is None or "documents" in reads:
@@ -219,17 +267,25 @@ class _Render:
 
     def one(self, messages: list, continue_final_message: Union[bool, str],
             marked_data: bool) -> tuple[Rendered, Optional[list]]:
+        recorded = len(self.applied)
+        result = self._one(messages, continue_final_message, marked_data)
+        if len(self.applied) == recorded:  # a template that never reads `messages`
+            self.applied.append([])
+        return result
+
+    def _one(self, messages: list, continue_final_message: Union[bool, str],
+             marked_data: bool) -> tuple[Rendered, Optional[list]]:
         if not continue_final_message:
             return self.run(self.context(messages, marked_data), marked_data)
         # Find where the final message ends: render with only it marked.
-        walked = template_messages(messages, plain)
+        walked = self.messages(messages, plain)
         cont = continuation.prepare(walked, continue_final_message, self.source)
         tagged = not cont.final.strip()
         continuation.mark_targets(cont, tagged)
         located, spans = self.run(self.context(messages, False, walked), True)
         where = continuation.locate(located, cont, tagged)
         if marked_data:
-            walked = template_messages(messages, marked, self.chat.trusted_roles)
+            walked = self.messages(messages, marked, first=False)
             if tagged:
                 continuation.mark_targets(
                     continuation.prepare(walked, continue_final_message, self.source), True)

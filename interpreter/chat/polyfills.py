@@ -1,0 +1,224 @@
+"""Polyfills: a request's system message, tools, tool calls, tool results and typed content
+reshaped, before rendering, into what a chat template can render (issue 16).
+
+Each polyfill rewrites the conversation data only (never the template or the engine), and only
+when the template lacks the capability (`jinjamark.analyze(source).capabilities`) and the request
+needs it. They run on the data the normalisation walk produced, so marks survive: a string that
+came from input stays input (moved, joined or parsed as JSON, its characters keep their marks),
+and the words a polyfill adds (separators, the tool-list preamble, JSON punctuation) are template
+text, plain `str`. Off by default: `polyfill=False` renders byte-identical to transformers.
+
+The polyfills, in the order they run (a later one sees what an earlier one made: the tool list
+becomes a system message, which the system polyfill then folds into a user turn):
+
+- `developer_role`: `developer` messages become `system` when the template never names the role.
+- `string_content`: typed content (`[{"type": "text", ...}]`) becomes its text parts joined with
+  newlines, for a template that never loops over content (vLLM's content format 'string').
+- `reasoning_field`: reasoning given under one name is copied under the name the template reads.
+- `object_arguments` / `string_arguments`: tool-call arguments as the template wants them (a
+  JSON string parsed to an object, or an object written as JSON text).
+- `tool_call_content`: an empty content for an assistant tool-call message without one, for a
+  template that cannot render it missing.
+- `tool_calls`: tool calls the template does not render (or the extra calls of a message, for a
+  template that renders one call per message) written as JSON lines in the assistant content.
+- `tool_responses`: `tool` messages become `user` messages (consecutive ones joined).
+- `tools`: the tool list, for a template that never prints it, as a system message listing the
+  tools as JSON, with an example call rendered by the template itself when it can render one.
+- `system_role`: system messages merged into the next user message (newline-separated).
+- `typed_content`: string content as one typed text part, for a template that needs parts.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Optional, Union
+
+from ..jsonmarks import dumps
+from ..marks import Marked, join, plain as plain_text
+from .analysis import Analysis, analyze
+from .normalize import REASONING_FIELDS, marked
+
+__all__ = ["POLYFILLS", "Polyfill", "Polyfiller", "facts_of", "joined", "selected_polyfills"]
+
+POLYFILLS = ("developer_role", "string_content", "reasoning_field", "object_arguments",
+             "string_arguments", "tool_call_content", "tool_calls", "tool_responses", "tools",
+             "system_role", "typed_content")
+TOOLS_PREAMBLE = "You can call the following tools. Their JSON schemas:"
+CALL_PREAMBLE = "To call a tool, answer with:"
+EXAMPLE_NAME, EXAMPLE_ARGUMENTS = "tool_name", {"argument": "value"}
+EXAMPLE_TOOL = {"type": "function", "function": {
+    "name": EXAMPLE_NAME, "description": "An example tool.",
+    "parameters": {"type": "object", "properties": {"argument": {"type": "string"}},
+                   "required": ["argument"]}}}
+
+
+@dataclass(frozen=True)
+class Polyfill:
+    """One polyfill that applied (or would apply) to a render, and why."""
+    name: str
+    reason: str
+
+
+def selected_polyfills(polyfill: Union[bool, Iterable[str]]) -> frozenset[str]:
+    """The names `polyfill=` selects: none for False, all for True, else the names given."""
+    if polyfill is False or polyfill is None:
+        return frozenset()
+    if polyfill is True:
+        return frozenset(POLYFILLS)
+    names = frozenset([polyfill] if isinstance(polyfill, str) else polyfill)
+    unknown = sorted(names - set(POLYFILLS))
+    if unknown:
+        raise ValueError(f"unknown polyfill(s) {unknown}; the polyfills are {list(POLYFILLS)}")
+    return names
+
+
+# ---------------------------------------------------------------------------- what a template can do
+
+class _Facts:
+    """What the polyfills need to know about one template: its analysis, and two renders made
+    only when a request needs them (an example tool call; whether a call needs a content)."""
+
+    def __init__(self, chat: Any, source: str) -> None:
+        from .template import ChatTemplate  # template.py imports this module when polyfilling
+        self.source = source
+        self.analysis: Analysis = analyze(source, chat.special_tokens or None)
+        self.capabilities = self.analysis.capabilities
+        self.renderer = ChatTemplate(source, special_tokens=chat.special_tokens or None)
+        self._example: Optional[str] = None
+        self._needs_content: Optional[bool] = None
+
+    def _render(self, messages: list, **kwargs: Any) -> Optional[str]:
+        try:
+            return self.renderer.render(messages, **kwargs)
+        except Exception:  # noqa: BLE001 - a probe that raises answers "cannot"
+            return None
+
+    def example_call(self) -> str:
+        """An example tool call as this template writes one (found as the difference between an
+        assistant turn with and without a call), else the JSON the `tool_calls` polyfill writes."""
+        if self._example is None:
+            self._example = self._rendered_example() or _call_json(EXAMPLE_NAME, EXAMPLE_ARGUMENTS)
+        return self._example
+
+    def _rendered_example(self) -> Optional[str]:
+        caps = self.capabilities
+        if not caps.tool_calls:
+            return None
+        arguments: Any = EXAMPLE_ARGUMENTS if caps.arguments != "string" else json.dumps(EXAMPLE_ARGUMENTS)
+        call = {"id": "call00001", "type": "function",
+                "function": {"name": EXAMPLE_NAME, "arguments": arguments}}
+        for content in ("", None):
+            turn = {"role": "assistant", "content": content}
+            without = self._render([{"role": "user", "content": "Hi"}, turn], tools=[EXAMPLE_TOOL])
+            with_call = self._render([{"role": "user", "content": "Hi"}, {**turn, "tool_calls": [call]}],
+                                     tools=[EXAMPLE_TOOL])
+            if without is not None and with_call is not None:
+                found = _difference(without, with_call).strip()
+                if EXAMPLE_NAME in found and "value" in found:
+                    return found
+        return None
+
+    def needs_content(self) -> bool:
+        """Whether a tool-call message without content fails where one with "" renders."""
+        if self._needs_content is None:
+            call = {"id": "call00001", "type": "function",
+                    "function": {"name": EXAMPLE_NAME, "arguments": EXAMPLE_ARGUMENTS}}
+            turn = {"role": "assistant", "tool_calls": [call]}
+            user = {"role": "user", "content": "Hi"}
+            missing = self._render([user, turn], tools=[EXAMPLE_TOOL])
+            empty = self._render([user, {**turn, "content": ""}], tools=[EXAMPLE_TOOL])
+            self._needs_content = missing is None and empty is not None
+        return self._needs_content
+
+
+def _difference(a: str, b: str) -> str:
+    """What `b` has where it differs from `a`: cut by their common prefix and suffix, widened to
+    whole tokens (`<|tool_calls_begin|>` and `<|Assistant|>` share `<|`: not cut there)."""
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
+        end += 1
+    stop = len(b) - end
+    while not _boundary(b, start):
+        start -= 1
+    while not _boundary(b, stop):
+        stop += 1
+    return b[start:stop]
+
+
+def _boundary(text: str, i: int) -> bool:
+    """Between two tokens: at an end, after a closing bracket or space, before an opening one."""
+    return i <= 0 or i >= len(text) or text[i - 1] in " \n>]}" or text[i] in " \n<[{"
+
+
+_FACTS: dict[tuple, _Facts] = {}
+
+
+def facts_of(chat: Any, source: str) -> _Facts:
+    """The facts of a template with a chat's special tokens, kept for later renders (bounded)."""
+    key = (source, repr(sorted(chat.special_tokens.items())))
+    facts = _FACTS.get(key)
+    if facts is None:
+        facts = _Facts(chat, source)
+        if len(_FACTS) < 64:
+            _FACTS[key] = facts
+    return facts
+
+
+# ---------------------------------------------------------------------------- applying them
+
+class Polyfiller:
+    """The selected polyfills of one render of one template: `apply` reshapes a conversation."""
+
+    def __init__(self, chat: Any, source: str, selected: frozenset[str]) -> None:
+        self.selected = selected
+        self.facts = facts_of(chat, source)
+
+    def apply(self, messages: list[dict], tools: Any, walk: Callable[[Any, int], Any],
+              ) -> tuple[list[dict], list[Polyfill]]:
+        """The messages (as `template_messages` made them, walked by `walk`) with the polyfills
+        that apply; and those polyfills. `tools` are walked by the same walk."""
+        step = _Step(self.facts, walk is marked, tools)
+        applied: list[Polyfill] = []
+        from . import polyfill_steps  # the steps themselves, one function each
+        for name in POLYFILLS:
+            if name in self.selected:
+                messages, reason = getattr(polyfill_steps, name)(messages, step)
+                if reason is not None:
+                    applied.append(Polyfill(name, reason))
+        return messages, applied
+
+
+@dataclass
+class _Step:
+    """What every step reads: the template's facts, whether the data is marked, the tools."""
+    facts: _Facts
+    marked: bool
+    tools: Any
+
+    def parsed(self, text: str) -> Any:
+        """JSON text parsed; its strings and numbers marked when the text was input."""
+        value = json.loads(plain_text(text))
+        return marked(value) if isinstance(text, Marked) else value
+
+
+def _call_json(name: Any, arguments: Any) -> str:
+    """One tool call as a JSON line: `{"name": ..., "arguments": ...}` (input stays input)."""
+    return dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+
+
+def joined(pieces: list[Any], separator: str = "\n") -> Any:
+    """Contents joined: strings with `separator`; when any is a list of parts, one list of parts
+    (a string becomes a text part; the separator is then the parts' own boundary)."""
+    pieces = [p for p in pieces if p is not None and p != "" and p != []]
+    if not pieces:
+        return ""
+    if all(isinstance(p, str) for p in pieces):
+        return pieces[0] if len(pieces) == 1 else join(separator, pieces)
+    parts: list = []
+    for piece in pieces:
+        parts.extend(piece if isinstance(piece, list) else [{"type": "text", "text": piece}])
+    return parts
+
