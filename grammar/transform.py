@@ -52,13 +52,15 @@ _WORD = re.compile(r"\w")
 _WORD_RUN = re.compile(r"\w+")
 
 
-def decode_string(tok: Token) -> str:
+def decode_string(tok: Token, newline: str = "\n") -> str:
     """A string literal's value, with Python escapes, as Jinja2 decodes it.
 
     Non-ASCII characters are protected with backslashreplace before `unicode_escape`, which
     would otherwise read them as Latin-1 bytes.
     """
     body = normalize_newlines(tok[1:-1])
+    if newline != "\n":  # the environment's newline_sequence; an escaped \n stays a \n
+        body = body.replace("\n", newline)
     if "\\" not in body:
         return body
     try:
@@ -110,6 +112,8 @@ class AstBuilder(Transformer_NonRecursive):
             text = trim(self.source, start, start + len(m.group(1)), self.options, after_raw_open=True)
         else:
             return None  # COMMENT
+        if text and self.options.newline_sequence != "\n":
+            text = text.replace("\n", self.options.newline_sequence)
         return ast.Text(token_span(tok), text) if text else None
 
     def output(self, meta, children):
@@ -426,7 +430,8 @@ class AstBuilder(Transformer_NonRecursive):
         return ast.Name(meta_span(meta), name)
 
     def string(self, meta, children):
-        return ast.Const(meta_span(meta), "".join(decode_string(t) for t in children))
+        return ast.Const(meta_span(meta), "".join(decode_string(t, self.options.newline_sequence)
+                                                       for t in children))
 
     def integer(self, meta, children):
         return ast.Const(meta_span(meta), decode_int(children[0]))

@@ -34,6 +34,7 @@ class Options:
     trim_blocks: bool = False
     lstrip_blocks: bool = False
     keep_trailing_newline: bool = False
+    newline_sequence: str = "\n"  # what every line break in template text and string literals becomes
 
 
 def normalize_newlines(text: str) -> str:

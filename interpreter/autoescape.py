@@ -50,7 +50,7 @@ def set_autoescape(ev: Any, on: bool) -> None:
     from .composition import guarded  # composition imports the evaluator, which imports this
     ev.autoescape = bool(on)
     ev.eval_ctx = RenderContext(ev.env, True) if on else None
-    output = exec_output_escaped if on else ev.env.handlers[ast.Output]
+    output = exec_output_escaped if on and ev.env.finalize is None else ev.env.handlers[ast.Output]
     ev.handlers = dict(ev.handlers)
     ev.handlers[ast.Output] = guarded(output) if ev.parent is not None else output
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 import functools
 import threading
 from collections import OrderedDict
-from typing import Any, Callable, Iterable, Mapping, Optional
+from collections import ChainMap
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional
 
 from .grammar import ast
 from .hostcalls import host_result
-from .loaders import TemplateLoading
+from .loaders import TemplateLoading, keep
 from .grammar.delimiters import Delimiters
 from .grammar.whitespace import Options
 from .errors import TemplateAssertionError, TemplateError, TemplateRuntimeError, TemplateTooLarge
@@ -17,10 +18,11 @@ from .composition import GUARDED, TOPLEVEL_BLOCKS, analyse, composes, run_templa
 from .evaluator import CORE_HANDLERS, DECLARED, Evaluator, LoopSignal
 from .expressions import BINARY, COMPARE
 from .ext import Extension, install, parser_for, resolve
-from . import limits, tracking
+from . import limits, template_api, tracking
 from .limits import DEFAULT_LIMITS, Limits
 from .output import Part, to_parts
 from .scope import Scope, declarations, frame_fields
+from .runtime import TemplateModule
 from .undefined import Undefined
 from .environment_tools import RenderContext, pass_arg_of
 from .values import get_attribute, get_item, to_string
@@ -29,23 +31,29 @@ from .values import get_attribute, get_item, to_string
 class Environment(TemplateLoading):
     """Options and registries shared by the templates made from it (Jinja2's defaults)."""
 
-    cache_size = 400
-
-    def __init__(self, trim_blocks: bool = False, lstrip_blocks: bool = False,
-                 keep_trailing_newline: bool = False, undefined: type = Undefined,
-                 loader: Any = None, extensions: Iterable[Extension | str] = (),
-                 limits: Limits = DEFAULT_LIMITS, immutable: bool = False,
-                 strict_extensions: bool = False, *, autoescape: Any = False,
-                 block_start_string: str = "{%", block_end_string: str = "%}",
+    def __init__(self, block_start_string: str = "{%", block_end_string: str = "%}",
                  variable_start_string: str = "{{", variable_end_string: str = "}}",
                  comment_start_string: str = "{#", comment_end_string: str = "#}",
                  line_statement_prefix: Optional[str] = None,
-                 line_comment_prefix: Optional[str] = None) -> None:
+                 line_comment_prefix: Optional[str] = None, trim_blocks: bool = False,
+                 lstrip_blocks: bool = False, newline_sequence: str = "\n",
+                 keep_trailing_newline: bool = False, extensions: Iterable[Extension | str] = (),
+                 optimized: bool = True, undefined: type = Undefined,
+                 finalize: Optional[Callable] = None, autoescape: Any = False, loader: Any = None,
+                 cache_size: int = 400, auto_reload: bool = True, bytecode_cache: Any = None,
+                 enable_async: bool = False, *, limits: Limits = DEFAULT_LIMITS,
+                 immutable: bool = False, strict_extensions: bool = False) -> None:
+        """Jinja2's arguments in Jinja2's order (`optimized` and `bytecode_cache` are accepted and
+        have no effect); then ours, by keyword only: `limits`, `immutable`, `strict_extensions`."""
         from .builtin_tests import TESTS
         from .filters import FILTERS
         from .globals import GLOBALS
 
-        self.options = Options(trim_blocks, lstrip_blocks, keep_trailing_newline)
+        if newline_sequence not in ("\n", "\r\n", "\r"):
+            raise ValueError("newline_sequence set to unknown line ending string.")
+        if enable_async:
+            raise ValueError("enable_async: jinjamark renders synchronously only")
+        self.options = Options(trim_blocks, lstrip_blocks, keep_trailing_newline, newline_sequence)
         # Jinja2's delimiter options; the grammar is generated from them (ValueError if unusable)
         self.delimiters = Delimiters(block_start_string, block_end_string, variable_start_string,
                                      variable_end_string, comment_start_string, comment_end_string,
@@ -59,7 +67,9 @@ class Environment(TemplateLoading):
         self.filters: dict[str, Callable] = dict(FILTERS)
         self.tests: dict[str, Callable] = dict(TESTS)
         self.globals: dict[str, Any] = dict(GLOBALS)
-        self.newline_sequence = "\n"
+        self.cache_size = cache_size  # templates kept: 0 none, below 0 all
+        self.auto_reload = auto_reload  # False: a loaded template is not checked for changes
+        self.optimized, self.bytecode_cache = optimized, bytecode_cache
         self.policies: dict[str, Any] = {"json.dumps_function": None,
                                          "json.dumps_kwargs": {"sort_keys": True},
                                          "truncate.leeway": 5, "urlize.rel": "noopener",
@@ -67,15 +77,50 @@ class Environment(TemplateLoading):
         self.handlers = dict(CORE_HANDLERS)
         self.operators: dict[str, Callable] = dict(BINARY)
         install(self, self.extensions)  # conflicts between extensions are ExtensionErrors
+        self.finalize = finalize
+        # strict_extensions: Lark's strict mode, so that grammar conflicts fail instead of being
+        # resolved silently (for developing and testing an extension; building is ~4x slower)
+        self.strict_extensions = strict_extensions
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """What follows from the options and extensions (the parser: one per process and
+        extension set), and the caches and lock: made here and again on unpickling, never
+        pickled (pickling.py lists these attributes)."""
         # nodes whose handlers may look variables up by name: they hide what a template reads
         self.opaque_nodes = frozenset(kind for ext in self.extensions
                                       if not ext.names_from_expressions for kind in ext.handlers)
-        # strict_extensions: Lark's strict mode, so that grammar conflicts fail instead of being
-        # resolved silently (for developing and testing an extension; building is ~4x slower)
-        self._parser = parser_for(self.extensions, strict=strict_extensions, delimiters=self.delimiters)
+        self._parser = parser_for(self.extensions, strict=self.strict_extensions,
+                                  delimiters=self.delimiters)
         self._cache: OrderedDict = OrderedDict()
         self._templates: OrderedDict = OrderedDict()  # by name, from the loader
         self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict:
+        """The options and what differs from a new environment's tables (pickling.py)."""
+        from . import pickling
+        return pickling.environment_state(self)
+
+    def __setstate__(self, state: dict) -> None:
+        from . import pickling
+        pickling.restore_environment(self, state)
+
+    @property
+    def finalize(self) -> Optional[Callable]:
+        """Applied to the value of every `{{ }}` before it is printed (Jinja2's)."""
+        return self._finalize
+
+    @finalize.setter
+    def finalize(self, fn: Optional[Callable]) -> None:
+        self._finalize = fn
+        if fn is not None:
+            self.handlers[ast.Output] = template_api.exec_output_finalized
+        elif self.handlers.get(ast.Output) is template_api.exec_output_finalized:
+            self.handlers[ast.Output] = CORE_HANDLERS[ast.Output]
+
+    @property
+    def newline_sequence(self) -> str:
+        return self.options.newline_sequence
 
     @property
     def trim_blocks(self) -> bool:
@@ -106,19 +151,25 @@ class Environment(TemplateLoading):
                     raise
         return tree
 
-    def from_string(self, source: str, name: Optional[str] = None) -> "Template":
-        """A template for `source`; compiled templates are cached by source."""
+    def from_string(self, source: str, globals: Optional[Mapping[str, Any]] = None,
+                    template_class: Optional[type] = None, name: Optional[str] = None
+                    ) -> "Template":
+        """A template for `source` (Jinja2's arguments; `name` is ours, and a string given
+        second is still taken as the name, our older signature). Compiled templates are kept
+        by source and name (`cache_size` of them); one with its own `globals` is a new one."""
+        if isinstance(globals, str):
+            name, globals = globals, None
         key = (source, name)
         with self._lock:
             template = self._cache.get(key)
             if template is not None:
                 self._cache.move_to_end(key)
-                return template
-        template = Template.from_ast(self, self.parse(source, name), source, name)
-        with self._lock:
-            self._cache[key] = template
-            if len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
+        if template is None:
+            template = Template.from_ast(self, self.parse(source, name), source, name)
+            keep(self._cache, self._lock, key, template, self.cache_size)
+        if globals or template_class is not None:
+            cls = template_class or self.template_class
+            template = cls.from_ast(self, template.tree, source, name, globals)
         return template
 
     def _check(self, tree: ast.Template, name: Optional[str], source: str) -> None:
@@ -253,16 +304,18 @@ class Template:
 
     `names_read`: the variable names it can read (a superset), or None when unknown."""
 
-    def __new__(cls, source: str = "", **options: Any) -> "Template":
-        if not source and not options:
+    def __new__(cls, source: str = "", *args: Any, **options: Any) -> "Template":
+        """`Template(source, ...)`: Environment's arguments, in Jinja2's order too."""
+        if not source and not args and not options:
             return super().__new__(cls)
-        return Environment(**options).from_string(source)
+        return Environment(*args, **options).from_string(source)
 
     @classmethod
     def from_ast(cls, environment: Environment, tree: ast.Template, source: str,
-                 name: Optional[str]) -> "Template":
+                 name: Optional[str], globals: Optional[Mapping[str, Any]] = None) -> "Template":
         template = super().__new__(cls)
         template.environment = environment
+        template.own_globals = dict(globals or {})  # before the environment's (Jinja2's globals=)
         template.tree = tree
         template.source = source
         template.name = name
@@ -284,8 +337,49 @@ class Template:
         when first asked (render_parts asks), so that rendering to a string never pays for it."""
         return _names_read(self.tree, self.environment.opaque_nodes)
 
-    def __init__(self, source: str = "", **options: Any) -> None:
+    def __init__(self, source: str = "", *args: Any, **options: Any) -> None:
         pass
+
+    # What compiling the source makes, and what using the template keeps (the loader's check,
+    # the module): never pickled; unpickling compiles the source again, or takes the compile the
+    # environment keeps for it.
+    _COMPILED = ("tree", "blocks", "memo", "composes", "names_read")
+    _KEPT_BY_USE = ("module", "uptodate")
+
+    def __getstate__(self) -> dict:
+        """The environment, the source, its names and own globals: no tree."""
+        return {key: value for key, value in self.__dict__.items()
+                if key not in self._COMPILED and key not in self._KEPT_BY_USE}
+
+    def __setstate__(self, state: dict) -> None:
+        compiled = state["environment"].from_string(state["source"], name=state["name"])
+        self.__dict__.update((key, value) for key, value in compiled.__dict__.items()
+                             if key in self._COMPILED)
+        self.__dict__.update(state)
+        self.uptodate = None
+
+    @property
+    def globals(self) -> ChainMap:
+        """The names every render sees: the template's own, then the environment's."""
+        return ChainMap(self.own_globals, self.environment.globals)
+
+    @functools.cached_property
+    def module(self) -> TemplateModule:
+        """The template rendered without variables, as `{% import %}` sees it (kept)."""
+        return self.make_module()
+
+    def make_module(self, vars: Optional[Mapping] = None, shared: bool = False,
+                    locals: Optional[Mapping] = None) -> TemplateModule:
+        """The template rendered with `vars` as a module: its exported names and its output."""
+        return template_api.module_of(self, {**(vars or {}), **(locals or {})})
+
+    def generate(self, *args: Any, **kwargs: Any) -> Iterator[str]:
+        """The output piece by piece (rendered when the first piece is asked for)."""
+        for piece in self._render(dict(*args, **kwargs)):
+            yield str.__str__(piece)
+
+    def stream(self, *args: Any, **kwargs: Any) -> template_api.TemplateStream:
+        return template_api.TemplateStream(self.generate(*args, **kwargs))
 
     def render(self, *args: Any, **kwargs: Any) -> str:
         return "".join(self._render(dict(*args, **kwargs)))
@@ -327,6 +421,8 @@ class Template:
     def _run(self, ev: Evaluator, context: dict, overlay: Optional[dict]) -> list[str]:
         env = self.environment
         base = Scope(None, env.globals)
+        if self.own_globals:
+            base = Scope(base, self.own_globals)
         if overlay:
             base = Scope(base, overlay)
         scope = Scope(base, context)

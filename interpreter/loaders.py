@@ -38,8 +38,9 @@ class TemplatesNotFound(TemplateNotFound):
 
     def __init__(self, names: Sequence[Any] = (), message: Optional[str] = None) -> None:
         names = list(names)
-        if message is None:
-            message = "none of the templates given were found: " + ", ".join(map(str, names))
+        if message is None:  # an undefined name says why it is undefined, as in Jinja2
+            message = "none of the templates given were found: " + ", ".join(
+                n.undefined_message if isinstance(n, Undefined) else str(n) for n in names)
         super().__init__(names[-1] if names else None, message)
         self.templates = names
 
@@ -68,7 +69,7 @@ class BaseLoader:
 
     def load(self, environment: Any, name: str, globals: Optional[Mapping] = None) -> Any:
         source, filename, uptodate = self.get_source(environment, name)
-        template = environment.compile_template(source, name, filename)
+        template = environment.compile_template(source, name, filename, globals)
         template.uptodate = uptodate
         return template
 
@@ -123,7 +124,9 @@ class FileSystemLoader(BaseLoader):
             if os.path.isfile(filename):
                 break
         else:
-            raise TemplateNotFound(template)
+            where = ", ".join(map(repr, self.searchpath))
+            plural = "path" if len(self.searchpath) == 1 else "paths"
+            raise TemplateNotFound(template, f"{template!r} not found in search {plural}: {where}")
         try:
             with open(filename, encoding=self.encoding) as f:
                 source = f.read()
@@ -201,19 +204,23 @@ class TemplateLoading:
     template_class: Any  # set by environment.py: the Template class
     loader: Any
     cache_size: int
+    auto_reload: bool
     _templates: Any  # an OrderedDict (loader, name) -> template, made by Environment
     _lock: Any
 
     def get_template(self, name: Any, parent: Optional[str] = None,
                      globals: Optional[Mapping] = None) -> Any:
-        """The template the loader has under `name` (compiled once, kept while up to date)."""
+        """The template the loader has under `name` (compiled once, kept while up to date).
+        `globals`: names for that template, added to its own the first time it is loaded."""
         if isinstance(name, self.template_class):
+            if globals:
+                name.globals.update(globals)
             return name
         if isinstance(name, Undefined):
             name.fail()
         if parent is not None:
             name = self.join_path(name, parent)
-        return self._load_template(name)
+        return self._load_template(name, globals)
 
     def select_template(self, names: Any, parent: Optional[str] = None,
                         globals: Optional[Mapping] = None) -> Any:
@@ -228,7 +235,7 @@ class TemplateLoading:
             if parent is not None:
                 name = self.join_path(name, parent)
             try:
-                return self._load_template(name)
+                return self._load_template(name, globals)
             except (TemplateNotFound, UndefinedError):
                 pass
         raise TemplatesNotFound(names)
@@ -237,8 +244,8 @@ class TemplateLoading:
                                globals: Optional[Mapping] = None) -> Any:
         """`get_template` for a name or a template, `select_template` for a list of them."""
         if isinstance(template_name_or_list, (str, Undefined, self.template_class)):
-            return self.get_template(template_name_or_list, parent)
-        return self.select_template(template_name_or_list, parent)
+            return self.get_template(template_name_or_list, parent, globals)
+        return self.select_template(template_name_or_list, parent, globals)
 
     def join_path(self, template: str, parent: str) -> str:
         """A name relative to the template that refers to it; override for relative names."""
@@ -254,28 +261,41 @@ class TemplateLoading:
             names = [n for n in names if n.endswith(wanted)]
         return [n for n in names if filter_func(n)] if filter_func is not None else names
 
-    def compile_template(self, source: str, name: Optional[str], filename: Optional[str] = None
-                         ) -> Any:
-        template = self.template_class.from_ast(self, self.parse(source, name), source, name)
+    def compile_template(self, source: str, name: Optional[str], filename: Optional[str] = None,
+                         globals: Optional[Mapping] = None) -> Any:
+        template = self.template_class.from_ast(self, self.parse(source, name), source, name,
+                                                globals)
         template.filename = filename
         return template
 
-    def _load_template(self, name: Any) -> Any:
+    def _load_template(self, name: Any, globals: Optional[Mapping] = None) -> Any:
         if self.loader is None:
             raise TypeError("no loader for this environment specified")
         key = (self.loader, name)  # a loader set later has its own templates
         with self._lock:
             template = self._templates.get(key)
-        if template is not None and (template.uptodate is None or template.uptodate()):
+        if template is not None and (not self.auto_reload or template.uptodate is None
+                                     or template.uptodate()):
+            if globals:  # as Jinja2: a cached template takes the globals given later too
+                template.globals.update(globals)
             return template
         if isinstance(self.loader, BaseLoader):
-            template = self.loader.load(self, name)
+            template = self.loader.load(self, name, globals)
         else:  # a Jinja2-style loader object: get_source is the protocol
             source, filename, uptodate = self.loader.get_source(self, name)
-            template = self.compile_template(source, name, filename)
+            template = self.compile_template(source, name, filename, globals)
             template.uptodate = uptodate
-        with self._lock:
-            self._templates[key] = template
-            if len(self._templates) > self.cache_size:
-                self._templates.popitem(last=False)
+        keep(self._templates, self._lock, key, template, self.cache_size)
         return template
+
+
+def keep(cache: Any, lock: Any, key: Any, value: Any, size: int) -> None:
+    """Put `value` in the LRU `cache` of `size` entries (Jinja2's cache_size: 0 keeps nothing,
+    a negative size everything)."""
+    if size == 0:
+        return
+    with lock:
+        cache[key] = value
+        cache.move_to_end(key)
+        if size > 0 and len(cache) > size:
+            cache.popitem(last=False)

@@ -208,6 +208,8 @@ class Cycler:
     def reset(self) -> None:
         self.pos = 0
 
+    __next__ = next  # Python's next(cycler), as Jinja2's
+
     def jinja_holds_input(self, check: Callable[[Any], bool]) -> bool:
         return check(self.items)
 
@@ -259,6 +261,12 @@ class TemplateModule:
 
     def jinja_attribute(self, name: str) -> Any:
         return self.exports[name]
+
+    def __getattr__(self, name: str) -> Any:  # from Python, `template.module.macro(...)`
+        try:
+            return self.__dict__["exports"][name]
+        except KeyError:
+            raise AttributeError(name) from None
 
     def __str__(self) -> str:
         return self.body

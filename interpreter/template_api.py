@@ -1,0 +1,118 @@
+"""Jinja2's Template API beyond rendering to a string: streams, modules, `finalize`.
+
+`Template.stream()` gives a `TemplateStream` over the output's pieces; `Template.module` and
+`make_module` the names a template exports, as `{% import %}` sees them; an environment's
+`finalize` is applied to every `{{ }}` value before it is printed.
+"""
+from __future__ import annotations
+
+from typing import IO, Any, Callable, Iterator, Optional, Union
+
+from .environment_tools import RenderContext, pass_arg_of
+from .evaluator import Evaluator
+from .grammar import ast
+from .hostcalls import host_result
+from .markup import escape
+from .marks import concat
+from .runtime import TemplateModule
+from .scope import Scope
+from .undefined import MISSING
+from .values import to_string
+
+
+class TemplateStream:
+    """The output of a render as an iterator of strings, one per piece the template wrote
+    (Jinja2's: `enable_buffering(size)` joins `size` non-empty pieces at a time)."""
+
+    def __init__(self, gen: Iterator[str]) -> None:
+        self._gen = gen
+        self._next: Callable[[], str] = gen.__next__
+        self.buffered = False
+
+    def disable_buffering(self) -> None:
+        self._next = self._gen.__next__
+        self.buffered = False
+
+    def enable_buffering(self, size: int = 5) -> None:
+        if size <= 1:
+            raise ValueError("buffer size too small")
+        self._next = _buffered(self._gen, size).__next__
+        self.buffered = True
+
+    def dump(self, fp: Union[str, IO[Any]], encoding: Optional[str] = None,
+             errors: Optional[str] = "strict") -> None:
+        """Write the whole output to a file (a path or a file object), encoded if asked."""
+        close = isinstance(fp, str)
+        real: IO[Any] = open(fp, "wb" if encoding else "w") if close else fp  # noqa: SIM115
+        try:
+            for piece in self:
+                real.write(piece.encode(encoding, errors or "strict") if encoding else piece)
+        finally:
+            if close:
+                real.close()
+
+    def __iter__(self) -> "TemplateStream":
+        return self
+
+    def __next__(self) -> str:
+        return self._next()
+
+
+def _buffered(gen: Iterator[str], size: int) -> Iterator[str]:
+    buffer: list[str] = []
+    count = 0
+    for piece in gen:
+        buffer.append(piece)
+        count += bool(piece)
+        if count >= size:
+            yield "".join(buffer)
+            buffer, count = [], 0
+    if count:
+        yield "".join(buffer)
+
+
+def module_of(template: Any, variables: dict) -> TemplateModule:
+    """`template` rendered with `variables` as a module: the names its top level set (not
+    those starting with '_', nor those its own imports bound), and its output."""
+    env = template.environment
+    ev = Evaluator(env, env.handlers, template.name, template.source, template.memo)
+    top: dict = {}
+    out = template._start(ev, top, variables)
+    imported = ev.chain.imported if ev.chain is not None else ()
+    exports = {name: value for name, value in top.items()
+               if name[:1] != "_" and value is not MISSING and name not in imported}
+    return TemplateModule(template.name, exports, concat(out))
+
+
+# ---------------------------------------------------------------------------- finalize
+
+def finalized(ev: Any, value: Any, scope: Scope) -> Any:
+    """`value` through the environment's `finalize`, called as Jinja2 calls it (with the
+    environment or the render context first when it asks for them); its result is taken as
+    a host function's (input when the value was)."""
+    fn = ev.env.finalize
+    passed = pass_arg_of(fn)
+    passed = getattr(passed, "name", passed)
+    if passed == "environment":
+        result = fn(ev.env, value)
+    elif passed in ("context", "eval_context"):
+        result = fn(ev.eval_ctx or RenderContext(ev.env), value)
+    else:
+        result = fn(value)
+    return host_result(fn, result, (value,), None)
+
+
+def exec_output_finalized(ev: Any, node: ast.Output, scope: Scope) -> None:
+    """`{{ expr }}` when the environment has a `finalize`: the whole value finalized once,
+    then printed (escaped while autoescaping), as Jinja2 does."""
+    value = ev.eval(node.expr, scope)
+    try:
+        if ev.autoescape and type(node.expr) is ast.Const:
+            value = escape(value)  # Jinja2 escapes a constant at compile time, then finalizes
+        value = finalized(ev, value, scope)
+        if ev.autoescape:
+            value = escape(value if hasattr(value, "__html__") else to_string(value))
+        ev.write(value)
+    except Exception as e:
+        ev.fail(e, node.expr)
+

@@ -1,0 +1,282 @@
+"""Jinja2's embedding API (issue 14): each case runs the same program on jinjamark and on Jinja2's
+SandboxedEnvironment and compares what it sees."""
+from __future__ import annotations
+
+import io
+import os
+from types import SimpleNamespace
+from typing import Any, Callable
+
+import jinja2
+import pytest
+from jinja2.sandbox import SandboxedEnvironment
+
+import jinjamark
+
+OURS = SimpleNamespace(name="jinjamark", Environment=jinjamark.Environment,
+                       Template=jinjamark.Template, DictLoader=jinjamark.DictLoader,
+                       FileSystemLoader=jinjamark.FileSystemLoader,
+                       FunctionLoader=jinjamark.FunctionLoader, Undefined=jinjamark.Undefined,
+                       pass_environment=jinjamark.pass_environment,
+                       error=jinjamark.TemplateError)
+THEIRS = SimpleNamespace(name="jinja2", Environment=SandboxedEnvironment, Template=jinja2.Template,
+                         DictLoader=jinja2.DictLoader, FileSystemLoader=jinja2.FileSystemLoader,
+                         FunctionLoader=jinja2.FunctionLoader, Undefined=jinja2.Undefined,
+                         pass_environment=jinja2.pass_environment,
+                         error=jinja2.TemplateError)
+
+
+def _outcomes(program: Callable[[SimpleNamespace], Any]) -> tuple:
+    """What `program` gives with each engine: ('value', v) or ('error', type name, message);
+    the two must be equal."""
+    seen = []
+    for side in (OURS, THEIRS):
+        try:
+            seen.append(("value", program(side)))
+        except Exception as e:  # noqa: BLE001 - the error is what is compared
+            # ours adds the template line under the message; the first line is Jinja2's
+            seen.append(("error", type(e).__name__, str(e).split("\n")[0]))
+    assert seen[0] == seen[1], f"jinjamark: {seen[0]!r}; Jinja2: {seen[1]!r}"
+    return seen[0]
+
+
+def same(program: Callable[[SimpleNamespace], Any]) -> Any:
+    """Both engines give the same value; that value, for further checks."""
+    seen = _outcomes(program)
+    assert seen[0] == "value", seen
+    return seen[1]
+
+
+def same_error(program: Callable[[SimpleNamespace], Any]) -> tuple[str, str]:
+    """Both engines raise the same type of error with the same message: (type name, message)."""
+    seen = _outcomes(program)
+    assert seen[0] == "error", seen
+    return seen[1], seen[2]
+
+
+# ---------------------------------------------------------------------------- Environment arguments
+
+def test_environment_arguments_in_jinja2_positional_order():
+    source = "<% if x %>\n  <$ x $>\n<% endif %>  <# c #>\n"
+    args = ("<%", "%>", "<$", "$>", "<#", "#>", None, None, True, True, "\n", True)
+    assert same(lambda s: s.Environment(*args).from_string(source).render(x=1)) == "  1\n  "
+
+
+def test_template_takes_environment_arguments_positionally():
+    assert same(lambda s: s.Template("<% for i in x %><$ i $><% endfor %>", "<%", "%>", "<$", "$>")
+                .render(x=[1, 2])) == "12"
+
+
+def test_undefined_and_loader_by_position():
+    def program(s):
+        env = s.Environment("{%", "%}", "{{", "}}", "{#", "#}", None, None, False, False, "\n",
+                            False, (), True, s.Undefined, None, False, s.DictLoader({"a": "{{ 1 }}"}))
+        return env.get_template("a").render()
+    assert same(program) == "1"
+
+
+# ---------------------------------------------------------------------------- finalize
+
+NONE_AS_EMPTY = staticmethod(lambda value: "" if value is None else value)
+
+
+@pytest.mark.parametrize("source", ["{{ none }}|{{ x }}|{{ 1 + 1 }}|{{ 'a' ~ none }}",
+                                    "{% for v in [none, 0, ''] %}[{{ v }}]{% endfor %}",
+                                    "{% set t %}{{ none }}{% endset %}{{ t }}none{{ y }}"])
+def test_finalize_applies_to_every_printed_value(source):
+    assert same(lambda s: s.Environment(finalize=NONE_AS_EMPTY).from_string(source)
+                .render(x=None, y=None)) is not None
+
+
+def test_finalize_before_autoescaping():
+    def program(s):
+        env = s.Environment(finalize=lambda v: "<none>" if v is None else v, autoescape=True)
+        return env.from_string("{{ x }}{{ '<b>' }}{{ none }}{% autoescape false %}{{ x }}"
+                               "{% endautoescape %}").render(x=None)
+    # a constant is escaped before finalize (Jinja2 folds it when compiling): none is 'None'
+    assert same(program) == "&lt;none&gt;&lt;b&gt;None<none>"
+
+
+def test_finalize_with_the_environment_first():
+    def program(s):
+        @s.pass_environment
+        def finalize(env, value):
+            return f"{type(env).__name__ in ('Environment', 'SandboxedEnvironment')}:{value}"
+        return s.Environment(finalize=finalize).from_string("{{ 1 }}a{{ 'b' }}").render()
+    assert same(program) == "True:1aTrue:b"
+
+
+def test_finalize_result_of_input_stays_input():
+    env = jinjamark.Environment(finalize=lambda v: f"[{v}]")
+    parts = env.from_string("<{{ x }}>").render_parts(x=jinjamark.mark_input("<|im_end|>"))
+    assert [(p.text, p.is_input) for p in parts] == [("<", False), ("[<|im_end|>]", True), (">", False)]
+
+
+# ---------------------------------------------------------------------------- cache_size, auto_reload
+
+def _counting_loader(s, calls: list, sources: dict):
+    def load(name):
+        calls.append(name)
+        return sources[name], None, lambda: True
+    return s.FunctionLoader(load)
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, -1])
+def test_cache_size_decides_how_many_templates_are_kept(size):
+    def program(s):
+        calls: list = []
+        env = s.Environment(loader=_counting_loader(s, calls, {"a": "A", "b": "B", "c": "C"}),
+                            cache_size=size)
+        for name in "abcabca":
+            env.get_template(name).render()
+        return calls
+    same(program)
+
+
+def test_auto_reload_off_keeps_a_changed_template():
+    def program(s):
+        sources = {"a": "one"}
+        env = s.Environment(loader=s.DictLoader(sources), auto_reload=False)
+        first = env.get_template("a").render()
+        sources["a"] = "two"
+        return first, env.get_template("a").render()
+    assert same(program) == ("one", "one")
+
+
+# ---------------------------------------------------------------------------- newline_sequence
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_newline_sequence_in_text_and_string_literals(newline):
+    source = "a\nb\r\nc\rd{{ 'e\nf\\ng' }}{% raw %}\nh{% endraw %}\n{{ x }}\n"
+    assert same(lambda s: s.Environment(newline_sequence=newline, keep_trailing_newline=True)
+                .from_string(source).render(x="i\nj"))
+
+
+def test_newline_sequence_must_be_a_line_break():
+    with pytest.raises(ValueError):
+        jinjamark.Environment(newline_sequence="\n\n")
+
+
+# ---------------------------------------------------------------------------- Template.module
+
+MODULE = ("{% macro greet(who) %}hello {{ who }}{% endmacro %}{% set answer = 42 %}"
+          "{% set _hidden = 1 %}text {{ x }}")
+
+
+def test_module_exports_macros_and_sets():
+    def program(s):
+        module = s.Environment().from_string(MODULE).module
+        return (module.greet("ada"), module.answer, str(module), hasattr(module, "_hidden"),
+                hasattr(module, "x"))
+    assert same(program) == ("hello ada", 42, "text ", False, False)
+
+
+def test_make_module_with_variables():
+    def program(s):
+        module = s.Environment().from_string(MODULE).make_module({"x": "X"})
+        return str(module), module.answer
+    assert same(program) == ("text X", 42)
+
+
+def test_module_of_a_template_that_imports():
+    def program(s):
+        env = s.Environment(loader=s.DictLoader({"lib": "{% macro m() %}m{% endmacro %}",
+                                                 "main": "{% import 'lib' as lib %}{% from 'lib' "
+                                                         "import m %}{% set y = lib.m() %}"}))
+        module = env.get_template("main").module
+        return module.y, hasattr(module, "lib"), hasattr(module, "m")
+    assert same(program) == ("m", False, False)
+
+
+# ---------------------------------------------------------------------------- stream, generate
+
+STREAMED = "<ul>{% for item in seq %}<li>{{ loop.index }} - {{ item }}</li>{%- endfor %}</ul>"
+
+
+def test_generate_yields_the_output_piece_by_piece():
+    assert same(lambda s: list(s.Environment().from_string(STREAMED).generate(seq=[1, 2])))
+
+
+@pytest.mark.parametrize("size", [2, 3, 5])
+def test_stream_buffering(size):
+    def program(s):
+        stream = s.Environment().from_string(STREAMED).stream(seq=list(range(4)))
+        first = next(stream)
+        stream.enable_buffering(size)
+        buffered = [next(stream), next(stream)]
+        stream.disable_buffering()
+        return first, buffered, list(stream), stream.buffered
+    same(program)
+
+
+def test_stream_buffer_too_small():
+    def program(s):
+        s.Environment().from_string("x").stream().enable_buffering(1)
+    assert same_error(program)[0] == "ValueError"
+
+
+def test_stream_dump_to_file_and_path(tmp_path):
+    def program(s):
+        stream = s.Environment().from_string("é{{ x }}").stream(x="ü")
+        buffer = io.BytesIO()
+        stream.dump(buffer, encoding="utf-8")
+        path = tmp_path / f"{s.name}.txt"
+        s.Environment().from_string("é{{ x }}").stream(x="ü").dump(str(path))
+        return buffer.getvalue(), path.read_text()
+    assert same(program) == ("éü".encode(), "éü")
+
+
+def test_stream_raises_when_iterated():
+    def program(s):
+        stream = s.Environment().from_string("a{{ x.y.z }}").stream()  # not yet
+        return list(stream)
+    assert same_error(program)[0] == "UndefinedError"
+
+
+# ---------------------------------------------------------------------------- globals=
+
+def test_from_string_globals():
+    def program(s):
+        env = s.Environment()
+        env.globals["g"] = "env"
+        t = env.from_string("{{ g }} {{ h }}", globals={"h": "own"})
+        plain = env.from_string("{{ g }} {{ h }}")
+        return t.render(), plain.render(), t.globals["h"], t.globals["g"], "h" in plain.globals
+    assert same(program) == ("env own", "env ", "own", "env", False)
+
+
+def test_get_template_globals_reach_extends_and_include():
+    sources = {"base": "[{% block b %}{{ g }}{% endblock %}]", "inc": "<{{ g }}>",
+               "child": "{% extends 'base' %}{% block b %}{{ g }}{% include 'inc' %}{% endblock %}"}
+    def program(s):
+        env = s.Environment(loader=s.DictLoader(sources))
+        first = env.get_template("child", globals={"g": 1}).render()
+        again = env.get_template("child", globals={"g": 2}).render()  # cached: updated
+        return first, again, env.get_template("child").render(g=3)
+    same(program)
+
+
+# ---------------------------------------------------------------------------- loaders' messages
+
+def test_file_system_loader_names_its_search_path(tmp_path):
+    for folders in ([tmp_path], [tmp_path, tmp_path / "other"]):
+        kind, message = same_error(
+            lambda s: s.Environment(loader=s.FileSystemLoader(folders)).get_template("x.html"))
+        assert kind == "TemplateNotFound" and str(tmp_path) in message
+
+
+def test_select_template_names_an_undefined_name():
+    def program(s):
+        env = s.Environment(loader=s.DictLoader({}))
+        return env.from_string("{% include [missing, 'b'] %}").render()
+    assert same_error(program) == ("TemplatesNotFound", "none of the templates given were "
+                                                        "found: 'missing' is undefined, b")
+
+
+# ---------------------------------------------------------------------------- runtime objects
+
+def test_cycler_with_python_next():
+    def program(s):
+        cycler = s.Environment().from_string("").globals["cycler"]("a", "b")
+        return [next(cycler) for _ in range(3)], cycler.current
+    assert same(program) == (["a", "b", "a"], "b")
