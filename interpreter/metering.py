@@ -101,14 +101,6 @@ def charge(units: float) -> None:
 _SIZED = (str, list, tuple, dict)
 
 
-def size(value: Any) -> int:
-    """Characters of a string, items of a container (its top level), 0 for anything else."""
-    try:
-        return len(value) if isinstance(value, _SIZED) else 0
-    except TypeError:
-        return 0
-
-
 def arguments_size(args: Any, kwargs: Any = None) -> int:
     """The sizes of a call's arguments together (the top level of each)."""
     total = 0
@@ -138,8 +130,8 @@ class _Expansion:
             return known
         if key in self.path:  # a container inside itself: Python's comparison recurses too
             return self.most + 1
-        items = value.values() if isinstance(value, dict) else value
-        self.meter.charge(len(value) * WALK)
+        items = _items(value)
+        self.meter.charge(len(items) * WALK)
         kinds = set(map(type, items))  # in C: most containers hold only strings or numbers
         if not any(issubclass(kind, _CONTAINERS) for kind in kinds):
             if all(issubclass(kind, str) for kind in kinds):
@@ -149,10 +141,10 @@ class _Expansion:
                 chars = sum(len(item) for item in items if isinstance(item, str))
             else:
                 chars = 0
-            total = len(value) + chars * (FIND / ITEM)
+            total = len(items) + chars * (FIND / ITEM)
         else:
             self.path.add(key)
-            total = float(len(value))
+            total = float(len(items))
             for item in items:
                 if isinstance(item, _CONTAINERS):
                     total += self.of(item)
@@ -165,7 +157,24 @@ class _Expansion:
         return total
 
 
-_CONTAINERS = (list, tuple, dict)
+def _items(value: Any) -> Any:
+    """What a walk of a container meets: a dict's values, a namespace's attributes' values."""
+    if isinstance(value, dict):
+        return value.values()
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return value
+    return value.attrs.values()  # a Namespace (runtime.py), which prints its attributes
+
+
+_CONTAINERS: tuple = (list, tuple, dict, set, frozenset)  # and Namespace, once imported
+
+
+def _with_namespaces() -> None:
+    """Namespaces print (and so are walked) as what they hold; runtime imports this module, so
+    the class joins the containers on the first walk."""
+    global _CONTAINERS
+    from .runtime import Namespace
+    _CONTAINERS = (*_CONTAINERS, Namespace)
 
 
 def walked(*values: Any) -> float:
@@ -173,6 +182,8 @@ def walked(*values: Any) -> float:
     current = meter()
     most = current.left / ITEM + 1
     total = 0.0
+    if len(_CONTAINERS) == 5:
+        _with_namespaces()
     for value in values:
         if isinstance(value, str):
             total += len(value) * FIND

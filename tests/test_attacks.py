@@ -112,6 +112,8 @@ ATTACKS: list[tuple[str, str]] = [
                           "{% set ns.l = [ns.l, '\U0001F600' * 10000000] %}{% endfor %}"),
     ("shared-namespace-print", SHARED + "{% set n = namespace(v=ns.x) %}{{ n }}"),
     ("shared-namespace-percent", SHARED + "{% set n = namespace(v=ns.x) %}{{ '%s' % n }}"),
+    ("shared-namespace-raise", SHARED + "{% set n = namespace(v=ns.x) %}{{ raise_exception([n]) }}"),
+    ("shared-set-view-print", SHARED + "{{ {'a': ns.x}.values() }}"),
     ("shared-urlencode", SHARED + "{{ {'a': ns.x}|urlencode }}"),
     ("shared-dict-global", SHARED + "{{ dict([(ns.t, 1)])|length }}"),
     ("range-scan", "{% set r = range(100000) %}" + LOOP + "{% if 'a' in r %}{% endif %}{% endfor %}"),
