@@ -21,8 +21,10 @@ from .runtime import Namespace
 
 @dataclass(frozen=True)
 class Limits:
-    """Every limit a render is held to. The defaults let every corpus chat template render a
-    1,000-turn conversation; raise one with `Limits(max_output=...)`."""
+    """Every limit a render is held to; raise one with `Limits(max_output=...)`. The defaults are
+    measured: every corpus chat template renders a 1,000-turn conversation, and so does a
+    template looking ahead over the rest of it for each message (1,001,000 iterations, about
+    12M steps), while every attack of tests/test_attacks.py ends within 2 s and 500 MB."""
     max_template_size: int = 100_000       # characters of template source (compiles in < ~1 s)
     max_nesting: int = 200                 # parser: how deeply constructs may nest
     max_output: int = 50_000_000           # characters written by one render (and any one string)
