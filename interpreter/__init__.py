@@ -11,7 +11,7 @@ from .ext import Extension
 from .hostcalls import keeps_marks
 from .limits import Limits
 from .loaders import (BaseLoader, ChoiceLoader, DictLoader, FileSystemLoader, FunctionLoader,
-                      PrefixLoader, TemplateNotFound, TemplatesNotFound)
+                      PackageLoader, PrefixLoader, TemplateNotFound, TemplatesNotFound)
 from .marks import Marked
 from .output import Part
 from .undefined import ChainableUndefined, StrictUndefined, Undefined
@@ -28,5 +28,5 @@ __all__ = [
     "Extension", "Limits", "Marked", "Part", "ChainableUndefined", "StrictUndefined", "Undefined",
     "keeps_marks", "mark_input",
     "BaseLoader", "ChoiceLoader", "DictLoader", "FileSystemLoader", "FunctionLoader",
-    "PrefixLoader", "TemplateNotFound", "TemplatesNotFound", "select_autoescape",
+    "PackageLoader", "PrefixLoader", "TemplateNotFound", "TemplatesNotFound", "select_autoescape",
 ]

@@ -9,8 +9,12 @@ always '/'-separated; a name that climbs out of a loader's folders (`..`) is not
 """
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 import posixpath
+import zipfile
+import zipimport
 from collections import abc
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
@@ -151,6 +155,70 @@ class FileSystemLoader(BaseLoader):
                     path = os.path.join(dirpath, filename)[len(folder):].strip(os.path.sep)
                     found.add(path.replace(os.path.sep, "/"))
         return sorted(found)
+
+
+class PackageLoader(BaseLoader):
+    """Templates from the folder `package_path` of an importable package (imported to find
+    it), on disk or inside a zip archive."""
+
+    def __init__(self, package_name: str, package_path: str = "templates",
+                 encoding: str = "utf-8") -> None:
+        package_path = os.path.normpath(package_path).rstrip(os.path.sep)
+        if package_path == os.path.curdir:
+            package_path = ""
+        elif package_path.startswith(os.path.curdir + os.path.sep):
+            package_path = package_path[2:]
+        self.package_name, self.package_path, self.encoding = package_name, package_path, encoding
+        importlib.import_module(package_name)
+        spec = importlib.util.find_spec(package_name)
+        if spec is None:
+            raise ValueError(f"no package named {package_name!r}")
+        self._loader = spec.loader
+        self._archive: Optional[str] = None
+        if isinstance(spec.loader, zipimport.zipimporter):
+            self._archive = spec.loader.archive
+            root = os.path.join(next(iter(spec.submodule_search_locations or ())), package_path)
+        else:  # a package's folders, or the folder of a single module
+            folders = list(spec.submodule_search_locations or ())
+            if not folders and spec.origin is not None:
+                folders = [os.path.dirname(spec.origin)]
+            if not folders:
+                raise ValueError(f"The {package_name!r} package was not installed in a way "
+                                 "that PackageLoader understands.")
+            root = next((os.path.join(f, package_path) for f in folders
+                         if os.path.isdir(os.path.join(f, package_path))), None)
+            if root is None:
+                raise ValueError(f"PackageLoader could not find a {package_path!r} directory "
+                                 f"in the {package_name!r} package.")
+        self._template_root = root.rstrip(os.path.sep)
+
+    def get_source(self, environment: Any, template: str) -> Source:
+        path = os.path.normpath(posixpath.join(self._template_root, *split_template_path(template)))
+        if self._archive is None:
+            if not os.path.isfile(path):
+                raise TemplateNotFound(template)
+            with open(path, "rb") as f:
+                data = f.read()
+            mtime = os.path.getmtime(path)
+            uptodate: Optional[Callable[[], bool]] = (
+                lambda: os.path.isfile(path) and os.path.getmtime(path) == mtime)
+        else:
+            try:
+                data = self._loader.get_data(path)  # type: ignore[union-attr]
+            except OSError:
+                raise TemplateNotFound(template) from None
+            uptodate = None  # an archive does not change under a running program
+        return data.decode(self.encoding), path, uptodate
+
+    def list_templates(self) -> list[str]:
+        if self._archive is None:
+            return sorted(
+                os.path.relpath(os.path.join(folder, name), self._template_root).replace(os.path.sep, "/")
+                for folder, _, names in os.walk(self._template_root) for name in names)
+        prefix = os.path.relpath(self._template_root, self._archive).replace(os.path.sep, "/") + "/"
+        with zipfile.ZipFile(self._archive) as archive:
+            return sorted(n[len(prefix):] for n in archive.namelist()
+                          if n.startswith(prefix) and not n.endswith("/"))
 
 
 class PrefixLoader(BaseLoader):

@@ -280,3 +280,63 @@ def test_cycler_with_python_next():
         cycler = s.Environment().from_string("").globals["cycler"]("a", "b")
         return [next(cycler) for _ in range(3)], cycler.current
     assert same(program) == (["a", "b", "a"], "b")
+
+
+# ---------------------------------------------------------------------------- PackageLoader
+
+OURS.PackageLoader, THEIRS.PackageLoader = jinjamark.PackageLoader, jinja2.PackageLoader
+PACKAGE_FILES = {"__init__.py": "", "templates/hello.html": "hello {{ who }}",
+                 "templates/sub/page.txt": "{% extends 'hello.html' %}",
+                 "other/x.txt": "x", "single_module.py": ""}
+
+
+def _package(folder, name: str) -> None:
+    for path, text in PACKAGE_FILES.items():
+        target = folder / name / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+
+
+def _using(name: str, package_path: str = "templates"):
+    def program(s):
+        loader = s.PackageLoader(name, package_path)
+        env = s.Environment(loader=loader)
+        found = [env.get_template(n).render(who="ada") for n in ("hello.html", "sub/page.txt")]
+        try:
+            env.get_template("../__init__.py")
+            climbed = True
+        except s.error:
+            climbed = False
+        return loader.list_templates(), found, climbed
+    return program
+
+
+def test_package_loader_from_a_folder(tmp_path, monkeypatch):
+    _package(tmp_path, "pkg_dir_h7")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert same(_using("pkg_dir_h7")) == (["hello.html", "sub/page.txt"], ["hello ada"] * 2, False)
+    assert same(_using("pkg_dir_h7", "./templates/"))[1] == ["hello ada"] * 2
+    assert same(lambda s: s.PackageLoader("pkg_dir_h7", ".").list_templates())
+    assert same_error(lambda s: s.PackageLoader("pkg_dir_h7", "missing"))[0] == "ValueError"
+    assert same_error(lambda s: s.PackageLoader("pkg_dir_h7", "other").get_source(None, "y"))[0] \
+        == "TemplateNotFound"
+
+
+def test_package_loader_from_a_zip_archive(tmp_path, monkeypatch):
+    import zipfile
+    _package(tmp_path / "src", "pkg_zip_h7")
+    archive = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for path in PACKAGE_FILES:
+            z.write(tmp_path / "src" / "pkg_zip_h7" / path, f"pkg_zip_h7/{path}")
+    monkeypatch.syspath_prepend(str(archive))
+    assert same(_using("pkg_zip_h7")) == (["hello.html", "sub/page.txt"], ["hello ada"] * 2, False)
+
+
+def test_package_loader_for_a_single_module(tmp_path, monkeypatch):
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "hello.html").write_text("hi")
+    (tmp_path / "mod_h7.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert same(lambda s: s.Environment(loader=s.PackageLoader("mod_h7")).get_template("hello.html")
+                .render()) == "hi"
