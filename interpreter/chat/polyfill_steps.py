@@ -131,7 +131,7 @@ def tool_call_content(messages: list[dict], step: Any) -> Result:
     if not step.facts.capabilities.tool_calls:
         return messages, None
     missing = [m for m in messages if _calls(m) and m.get("content") is None]
-    if not missing or not step.facts.needs_content():
+    if not missing or not step.facts.refuses("content"):
         return messages, None
     return ([{**m, "content": ""} if _calls(m) and m.get("content") is None else m for m in messages],
             "the template cannot render a tool-call message without content: content set to \"\"")
@@ -153,6 +153,43 @@ def _as_json_lines(message: dict, step: Any) -> dict:
     return rest
 
 
+def tool_call_ids(messages: list[dict], step: Any) -> Result:
+    if not any(_calls(m) for m in messages) or not step.facts.refuses("ids"):
+        return messages, None
+    ids: dict[str, str] = {}
+
+    def new_id(old: Any) -> str:  # template text: made here, no character of the old id
+        return ids.setdefault(str(old), f"call{len(ids) + 1:05d}")
+    out = []
+    for m in messages:
+        if _calls(m):
+            m = {**m, "tool_calls": [{**c, "id": new_id(c.get("id"))} if isinstance(c, dict) else c
+                                     for c in _calls(m)]}
+        elif _role(m) == "tool" and "tool_call_id" in m:
+            m = {**m, "tool_call_id": new_id(m["tool_call_id"])}
+        out.append(m)
+    return out, "the template takes only nine-character ids: calls and results renumbered"
+
+
+def tool_response_names(messages: list[dict], step: Any) -> Result:
+    nameless = [m for m in messages if _role(m) == "tool" and m.get("name") is None]
+    if not nameless or not step.facts.refuses("names"):
+        return messages, None
+    out, names, last = [], {}, []
+    for m in messages:
+        if _calls(m):
+            last = [_function(c).get("name") for c in _calls(m)]
+            names.update({str(c.get("id")): _function(c).get("name") for c in _calls(m)
+                          if isinstance(c, dict) and "id" in c})
+        elif _role(m) == "tool" and m.get("name") is None:
+            name = names.get(str(m.get("tool_call_id"))) or (last[0] if last else None)
+            last = last[1:]
+            if name is not None:
+                m = {**m, "name": name}
+        out.append(m)
+    return out, "the template needs the tool's name on a result: taken from the call it answers"
+
+
 def tool_calls(messages: list[dict], step: Any) -> Result:
     caps = step.facts.capabilities
     if not caps.tool_calls:
@@ -164,23 +201,49 @@ def tool_calls(messages: list[dict], step: Any) -> Result:
     chosen = [not caps.tool_calls and bool(_calls(m)) or len(_calls(m)) > 1 for m in messages]
     if not any(chosen):
         return messages, None
-    return [_as_json_lines(m, step) if c else m for m, c in zip(messages, chosen)], reason
+    out: list[dict] = []
+    answering = False  # the results of calls now in the content: user messages too
+    for m, convert in zip(messages, chosen):
+        if _role(m) == "tool" and answering:
+            out.extend(tool_responses_as_user([m], out))
+            continue
+        answering = convert or (answering and _role(m) == "tool")
+        out.append(_as_json_lines(m, step) if convert else m)
+    return _cleaned(out), reason
 
 
 def tool_responses(messages: list[dict], step: Any) -> Result:
     if step.facts.capabilities.tool_responses or not any(_role(m) == "tool" for m in messages):
         return messages, None
     out: list[dict] = []
-    previous_tool = False
     for m in messages:
-        if _role(m) != "tool":
-            out.append(m)
-        elif previous_tool:  # consecutive results: one user turn (templates enforce alternation)
-            out[-1]["content"] = joined([out[-1]["content"], m.get("content")])
+        if _role(m) == "tool":
+            out.extend(tool_responses_as_user([m], out))
         else:
-            out.append({"role": "user", "content": joined([m.get("content")])})
-        previous_tool = _role(m) == "tool"
-    return out, "the template never renders tool messages: tool results sent as user messages"
+            out.append(m)
+    return _cleaned(out), "the template never renders tool messages: tool results sent as user messages"
+
+
+_RESULT_TURN = "_jm_tool_results"  # marks, while a step runs, a user turn it made of results
+_MADE = object()  # the marker's value: no caller's message can hold it
+
+
+def _cleaned(messages: list[dict]) -> list[dict]:
+    for m in messages:
+        if m.get(_RESULT_TURN) is _MADE:  # only the dicts made here: the caller's stay as given
+            del m[_RESULT_TURN]
+    return messages
+
+
+def tool_responses_as_user(results: list[dict], before: list[dict]) -> list[dict]:
+    """Tool results as one user message, joined to the previous one when that one was made of
+    results too (consecutive results: one user turn, as templates enforce alternation). The
+    step then takes the marker key off again (`_cleaned`)."""
+    contents = [m.get("content") for m in results]
+    if before and before[-1].get(_RESULT_TURN) is _MADE:
+        before[-1]["content"] = joined([before[-1]["content"]] + contents)
+        return []
+    return [{"role": "user", "content": joined(contents), _RESULT_TURN: _MADE}]
 
 
 # ---------------------------------------------------------------------------- tools and system
@@ -199,7 +262,9 @@ def tools(messages: list[dict], step: Any) -> Result:
 
 
 def system_role(messages: list[dict], step: Any) -> Result:
-    if step.facts.capabilities.system_role or not any(_role(m) == "system" for m in messages):
+    if not any(_role(m) == "system" for m in messages):
+        return messages, None
+    if step.facts.capabilities.system_role and (step.tools or step.facts.system_without_tools()):
         return messages, None
     out: list[dict] = []
     pending: list = []

@@ -19,8 +19,13 @@ becomes a system message, which the system polyfill then folds into a user turn)
   JSON string parsed to an object, or an object written as JSON text).
 - `tool_call_content`: an empty content for an assistant tool-call message without one, for a
   template that cannot render it missing.
+- `tool_call_ids`: call ids renumbered `call00001`, ... (nine letters and digits, in calls and
+  results alike) for a template that refuses others (Mistral's).
+- `tool_response_names`: a tool result without `name` gets the name of the call it answers, for
+  a template that refuses it without one.
 - `tool_calls`: tool calls the template does not render (or the extra calls of a message, for a
-  template that renders one call per message) written as JSON lines in the assistant content.
+  template that renders one call per message) written as JSON lines in the assistant content;
+  the results of those calls then go as user messages too (a template would refuse them).
 - `tool_responses`: `tool` messages become `user` messages (consecutive ones joined).
 - `tools`: the tool list, for a template that never prints it, as a system message listing the
   tools as JSON, with an example call rendered by the template itself when it can render one.
@@ -41,8 +46,8 @@ from .normalize import REASONING_FIELDS, marked
 __all__ = ["POLYFILLS", "Polyfill", "Polyfiller", "facts_of", "joined", "selected_polyfills"]
 
 POLYFILLS = ("developer_role", "string_content", "reasoning_field", "object_arguments",
-             "string_arguments", "tool_call_content", "tool_calls", "tool_responses", "tools",
-             "system_role", "typed_content")
+             "string_arguments", "tool_call_content", "tool_call_ids", "tool_response_names",
+             "tool_calls", "tool_responses", "tools", "system_role", "typed_content")
 TOOLS_PREAMBLE = "You can call the following tools. Their JSON schemas:"
 CALL_PREAMBLE = "To call a tool, answer with:"
 EXAMPLE_NAME, EXAMPLE_ARGUMENTS = "tool_name", {"argument": "value"}
@@ -85,7 +90,8 @@ class _Facts:
         self.capabilities = self.analysis.capabilities
         self.renderer = ChatTemplate(source, special_tokens=chat.special_tokens or None)
         self._example: Optional[str] = None
-        self._needs_content: Optional[bool] = None
+        self._refuses: dict[str, bool] = {}
+        self._system_alone: Optional[bool] = None
 
     def _render(self, messages: list, **kwargs: Any) -> Optional[str]:
         try:
@@ -104,9 +110,7 @@ class _Facts:
         caps = self.capabilities
         if not caps.tool_calls:
             return None
-        arguments: Any = EXAMPLE_ARGUMENTS if caps.arguments != "string" else json.dumps(EXAMPLE_ARGUMENTS)
-        call = {"id": "call00001", "type": "function",
-                "function": {"name": EXAMPLE_NAME, "arguments": arguments}}
+        call = self._call()
         for content in ("", None):
             turn = {"role": "assistant", "content": content}
             without = self._render([{"role": "user", "content": "Hi"}, turn], tools=[EXAMPLE_TOOL])
@@ -118,17 +122,42 @@ class _Facts:
                     return found
         return None
 
-    def needs_content(self) -> bool:
-        """Whether a tool-call message without content fails where one with "" renders."""
-        if self._needs_content is None:
-            call = {"id": "call00001", "type": "function",
-                    "function": {"name": EXAMPLE_NAME, "arguments": EXAMPLE_ARGUMENTS}}
-            turn = {"role": "assistant", "tool_calls": [call]}
-            user = {"role": "user", "content": "Hi"}
-            missing = self._render([user, turn], tools=[EXAMPLE_TOOL])
-            empty = self._render([user, {**turn, "content": ""}], tools=[EXAMPLE_TOOL])
-            self._needs_content = missing is None and empty is not None
-        return self._needs_content
+    def _call(self, call_id: str = "call00001") -> dict:
+        """An example call with its arguments in the form the template takes."""
+        arguments: Any = (json.dumps(EXAMPLE_ARGUMENTS) if self.capabilities.arguments == "string"
+                          else EXAMPLE_ARGUMENTS)
+        return {"id": call_id, "type": "function",
+                "function": {"name": EXAMPLE_NAME, "arguments": arguments}}
+
+    def _exchange(self, content: Any = "", call_id: str = "call00001", name: bool = True,
+                  ) -> Optional[str]:
+        """[user, assistant calling the example tool, its result] rendered, or None."""
+        turn = {"role": "assistant", "tool_calls": [self._call(call_id)]}
+        if content is not None:
+            turn["content"] = content
+        result = {"role": "tool", "tool_call_id": call_id, "content": "42"}
+        if name:
+            result["name"] = EXAMPLE_NAME
+        return self._render([{"role": "user", "content": "Hi"}, turn, result], tools=[EXAMPLE_TOOL])
+
+    def refuses(self, question: str) -> bool:
+        """Whether the template refuses a detail of a tool exchange that it renders otherwise:
+        'content' (a call without content), 'ids' (ids that are not 9 letters and digits, as
+        Mistral's templates insist), 'names' (a tool result without the tool's name)."""
+        if question not in self._refuses:
+            variant = {"content": dict(content=None), "ids": dict(call_id="call_1"),
+                       "names": dict(name=False)}[question]
+            self._refuses[question] = self._exchange(**variant) is None and self._exchange() is not None
+        return self._refuses[question]
+
+    def system_without_tools(self) -> bool:
+        """Whether a system message reaches the output without tools too (a template that
+        prints it only beside the tool list passes the analysis probe, which tries both)."""
+        if self._system_alone is None:
+            out = self._render([{"role": "system", "content": "jmSystemNeedle"},
+                                {"role": "user", "content": "Hi"}], add_generation_prompt=True)
+            self._system_alone = out is not None and "jmSystemNeedle" in out
+        return self._system_alone
 
 
 def _difference(a: str, b: str) -> str:
