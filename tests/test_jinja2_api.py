@@ -340,3 +340,39 @@ def test_package_loader_for_a_single_module(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     assert same(lambda s: s.Environment(loader=s.PackageLoader("mod_h7")).get_template("hello.html")
                 .render()) == "hi"
+
+
+# ---------------------------------------------------------------------------- meta
+
+from jinja2 import meta as jinja2_meta  # noqa: E402
+
+from jinjamark import meta  # noqa: E402
+
+OURS.meta, THEIRS.meta = meta, jinja2_meta
+
+REFERRING = [
+    '{% extends "layout.html" %}{% include helper %}',
+    "{% import 'a' as a %}{% from 'b' import c %}{% include ['c', x, 1, 'd'] %}"
+    "{% include ('e', 'f') %}{% extends none %}{% include 42 %}",
+    "{% for i in x %}{% include 'in_loop' %}{% endfor %}{% block b %}{% import y as z %}{% endblock %}",
+]
+
+
+@pytest.mark.parametrize("source", REFERRING)
+def test_find_referenced_templates(source):
+    same(lambda s: list(s.meta.find_referenced_templates(s.Environment().parse(source))))
+
+
+@pytest.mark.parametrize("source", [
+    "{% set foo = 42 %}{{ bar + foo }}{% for i in range(3) %}{{ i }}{{ loop.index }}{% endfor %}",
+    "{% macro m(a) %}{{ a }}{{ b }}{{ caller() }}{% endmacro %}{{ namespace(c=d) }}{{ cycler }}",
+    "{% if x %}{% set y = 1 %}{% endif %}{{ y }}{% block q %}{{ self.q() }}{{ z }}{% endblock %}",
+])
+def test_find_undeclared_variables(source):
+    same(lambda s: s.meta.find_undeclared_variables(s.Environment().parse(source)))
+
+
+def test_find_undeclared_variables_leaves_out_the_environment_globals():
+    env = jinjamark.Environment()
+    env.globals["site"] = "x"
+    assert meta.find_undeclared_variables(env.parse("{{ site }}{{ page }}"), env) == {"page"}
