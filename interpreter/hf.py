@@ -41,7 +41,8 @@ def apply_chat_template(tokenizer: Any, conversation: Any, tools: Optional[list]
                         truncation: bool = False, max_length: Optional[int] = None,
                         return_tensors: Any = None, return_dict: bool = True,
                         return_assistant_tokens_mask: bool = False,
-                        tokenizer_kwargs: Optional[dict] = None, **kwargs: Any) -> Any:
+                        tokenizer_kwargs: Optional[dict] = None, polyfill: Any = False,
+                        **kwargs: Any) -> Any:
     """transformers' `tokenizer.apply_chat_template(conversation, ...)`, rendered by jinjamark.
 
     Returns the text (a list of texts for a batch) with `tokenize=False`; else a `BatchEncoding`
@@ -54,6 +55,9 @@ def apply_chat_template(tokenizer: Any, conversation: Any, tools: Optional[list]
     cannot (dict keys, tokens a template builds from input). It raises where transformers
     raises (with `tokenize=False` or `return_assistant_tokens_mask=True`), so code that passes
     it behaves the same on both.
+
+    `polyfill` (jinjamark's own, False by default): as `ChatTemplate.render`'s, reshape the
+    conversation for what the template cannot render (True, or a set of polyfill names).
     """
     if not tokenize:
         return_dict = False
@@ -70,7 +74,8 @@ def apply_chat_template(tokenizer: Any, conversation: Any, tools: Optional[list]
     rendered = chat.render_batch(conversations, tools=tools, documents=documents,
                                  add_generation_prompt=add_generation_prompt,
                                  continue_final_message=continue_final_message, marked=tokenize,
-                                 generation_spans=return_assistant_tokens_mask, kwargs=kwargs)
+                                 generation_spans=return_assistant_tokens_mask, kwargs=kwargs,
+                                 polyfill=polyfill)
     if not tokenize:
         texts = [text for text, _ in rendered]
         return texts if batched else texts[0]

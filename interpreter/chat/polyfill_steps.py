@@ -201,27 +201,31 @@ def tool_calls(messages: list[dict], step: Any) -> Result:
     chosen = [not caps.tool_calls and bool(_calls(m)) or len(_calls(m)) > 1 for m in messages]
     if not any(chosen):
         return messages, None
-    out: list[dict] = []
-    answering = False  # the results of calls now in the content: user messages too
-    for m, convert in zip(messages, chosen):
-        if _role(m) == "tool" and answering:
-            out.extend(tool_responses_as_user([m], out))
-            continue
-        answering = convert or (answering and _role(m) == "tool")
-        out.append(_as_json_lines(m, step) if convert else m)
-    return _cleaned(out), reason
+    return [_as_json_lines(m, step) if c else m for m, c in zip(messages, chosen)], reason
 
 
 def tool_responses(messages: list[dict], step: Any) -> Result:
-    if step.facts.capabilities.tool_responses or not any(_role(m) == "tool" for m in messages):
+    """Results become user turns when the template never renders them, or when the calls they
+    answer are no longer calls (the `tool_calls` polyfill wrote them into the content: a
+    template would refuse a result that follows no call)."""
+    if not any(_role(m) == "tool" for m in messages):
         return messages, None
+    every = not step.facts.capabilities.tool_responses
     out: list[dict] = []
+    answered = False  # whether the closest assistant message before has calls
+    moved = False
     for m in messages:
-        if _role(m) == "tool":
+        if _role(m) == "assistant":
+            answered = bool(_calls(m))
+        if _role(m) == "tool" and (every or not answered):
             out.extend(tool_responses_as_user([m], out))
+            moved = True
         else:
             out.append(m)
-    return _cleaned(out), "the template never renders tool messages: tool results sent as user messages"
+    if not moved:
+        return messages, None
+    return _cleaned(out), ("the template never renders tool messages: tool results sent as user messages"
+                           if every else "results of calls written into the content sent as user messages")
 
 
 _RESULT_TURN = "_jm_tool_results"  # marks, while a step runs, a user turn it made of results

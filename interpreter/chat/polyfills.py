@@ -24,9 +24,9 @@ becomes a system message, which the system polyfill then folds into a user turn)
 - `tool_response_names`: a tool result without `name` gets the name of the call it answers, for
   a template that refuses it without one.
 - `tool_calls`: tool calls the template does not render (or the extra calls of a message, for a
-  template that renders one call per message) written as JSON lines in the assistant content;
-  the results of those calls then go as user messages too (a template would refuse them).
-- `tool_responses`: `tool` messages become `user` messages (consecutive ones joined).
+  template that renders one call per message) written as JSON lines in the assistant content.
+- `tool_responses`: `tool` messages become `user` messages (consecutive ones joined); also the
+  results of calls that the `tool_calls` polyfill wrote into the content.
 - `tools`: the tool list, for a template that never prints it, as a system message listing the
   tools as JSON, with an example call rendered by the template itself when it can render one.
 - `system_role`: system messages merged into the next user message (newline-separated).
