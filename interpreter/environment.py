@@ -238,23 +238,26 @@ class Environment(TemplateLoading):
         fn = self.filters.get(name)
         if fn is None:
             raise TemplateRuntimeError(f"No filter named {name!r}.")
-        result = self._call_with_env(fn, value, args, kwargs, eval_ctx)
+        result = self._call_with_env(fn, value, args, kwargs, eval_ctx, context)
         # the builtin filters keep marks (they say so); the host's own are taken fail safe
         return host_result(fn, result, (value, args), kwargs)
 
     def call_test(self, name: str, value: Any, args: Iterable = (),
-                  kwargs: Optional[Mapping] = None) -> Any:
+                  kwargs: Optional[Mapping] = None, context: Any = None,
+                  eval_ctx: Optional[RenderContext] = None) -> Any:
         fn = self.tests.get(name)
         if fn is None:
             raise TemplateRuntimeError(f"No test named {name!r}.")
-        return self._call_with_env(fn, value, args, kwargs)
+        return self._call_with_env(fn, value, args, kwargs, eval_ctx, context)
 
     def _call_with_env(self, fn: Callable, value: Any, args: Iterable, kwargs: Optional[Mapping],
-                       eval_ctx: Optional[RenderContext] = None) -> Any:
+                       eval_ctx: Optional[RenderContext] = None, context: Any = None) -> Any:
         passed = pass_arg_of(fn)
         passed = getattr(passed, "name", passed)  # also accept Jinja2's own decorators
         if passed == "environment":
             return fn(self, value, *args, **(kwargs or {}))
+        if passed == "context" and context is not None:  # the render's (contexts.Context)
+            return fn(context, value, *args, **(kwargs or {}))
         if passed in ("context", "eval_context"):
             return fn(eval_ctx or RenderContext(self), value, *args, **(kwargs or {}))
         return fn(value, *args, **(kwargs or {}))
@@ -429,6 +432,7 @@ class Template:
         try:
             if self.composes:  # blocks, extends, include, import: composition.py
                 return run_template(ev, self, scope, base)
+            ev.top = scope  # what pass_context callables see (contexts.Context)
             ev.run(self.tree.body, scope)
         except LoopSignal:
             raise TemplateRuntimeError("break or continue outside of a loop", name=self.name,

@@ -21,6 +21,7 @@ from .runtime import LoopContext, Namespace
 from .scope import Scope
 from .undefined import MISSING
 from .values import to_string
+from .contexts import context_if_wanted
 
 Handler = Callable[["Evaluator", Any, Scope], Any]
 DECLARED = "declared"  # the memo's key for the template's scope.declarations
@@ -324,7 +325,8 @@ def exec_filter_block(ev: Evaluator, node: ast.FilterBlock, scope: Scope) -> Non
 def apply_filter(ev: Evaluator, node: ast.Filter, value: Any, scope: Scope) -> Any:
     args, kwargs = evaluate_arguments(ev, node.arguments, scope)
     try:
-        return ev.env.call_filter(node.name, value, args, kwargs, eval_ctx=ev.eval_ctx)
+        context = context_if_wanted(ev.env.filters.get(node.name), ev, scope)
+        return ev.env.call_filter(node.name, value, args, kwargs, context, ev.eval_ctx)
     except Exception as e:
         ev.fail(e, node)
 

@@ -10,6 +10,7 @@ from .errors import TemplateRuntimeError
 from .formatting import percent_format
 from .markup import is_safe, markup_add, markup_join, markup_mod
 from .marks import Input, Mixed, concat
+from .contexts import NOTHING, call_passing, context_if_wanted
 from .hostcalls import host_result
 from .metering import COPY, charge, charge_building, charge_compare, charge_walk
 from .runtime import BlockReference, Function, Joiner, LoopContext, Macro, Method
@@ -129,19 +130,25 @@ _OWN_CALLABLES = frozenset({Method, Function, LoopContext, Joiner, BlockReferenc
 def eval_call(ev, node: ast.Call, scope):
     func = ev.eval(node.func, scope)
     args, kwargs = evaluate_arguments(ev, node.arguments, scope)
+    if type(func) not in _OWN_CALLABLES and type(func) is not Macro and callable(func):
+        result = call_passing(func, ev, scope, args, kwargs)  # pass_context and the like
+        if result is not NOTHING:
+            return result
     return call_value(func, args, kwargs, ev.autoescape)
 
 
 def eval_filter(ev, node: ast.Filter, scope):
     value = ev.eval(node.value, scope)
     args, kwargs = evaluate_arguments(ev, node.arguments, scope)
-    return ev.env.call_filter(node.name, value, args, kwargs, eval_ctx=ev.eval_ctx)
+    context = context_if_wanted(ev.env.filters.get(node.name), ev, scope)
+    return ev.env.call_filter(node.name, value, args, kwargs, context, ev.eval_ctx)
 
 
 def eval_test(ev, node: ast.Test, scope):
     value = ev.eval(node.value, scope)
     args, kwargs = evaluate_arguments(ev, node.arguments, scope)
-    result = bool(ev.env.call_test(node.name, value, args, kwargs))
+    context = context_if_wanted(ev.env.tests.get(node.name), ev, scope)
+    result = bool(ev.env.call_test(node.name, value, args, kwargs, context, ev.eval_ctx))
     return not result if node.negated else result
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import IO, Any, Callable, Iterator, Optional, Union
 
+from .contexts import Context
 from .environment_tools import RenderContext, pass_arg_of
 from .evaluator import Evaluator
 from .grammar import ast
@@ -95,8 +96,10 @@ def finalized(ev: Any, value: Any, scope: Scope) -> Any:
     passed = getattr(passed, "name", passed)
     if passed == "environment":
         result = fn(ev.env, value)
-    elif passed in ("context", "eval_context"):
-        result = fn(ev.eval_ctx or RenderContext(ev.env), value)
+    elif passed == "context":
+        result = fn(Context(ev, scope), value)
+    elif passed == "eval_context":
+        result = fn(ev.eval_ctx or RenderContext(ev.env, ev.autoescape), value)
     else:
         result = fn(value)
     return host_result(fn, result, (value,), None)

@@ -376,3 +376,63 @@ def test_find_undeclared_variables_leaves_out_the_environment_globals():
     env = jinjamark.Environment()
     env.globals["site"] = "x"
     assert meta.find_undeclared_variables(env.parse("{{ site }}{{ page }}"), env) == {"page"}
+
+
+# ---------------------------------------------------------------------------- pass_context, Context
+
+OURS.pass_context, THEIRS.pass_context = jinjamark.pass_context, jinja2.pass_context
+OURS.pass_eval_context, THEIRS.pass_eval_context = jinjamark.pass_eval_context, jinja2.pass_eval_context
+
+CONTEXT_SOURCES = [
+    "{{ show(1) }}|{{ 2|show_filter }}|{{ 3 is seen }}|{{ x is seen }}",
+    "{% set x = 5 %}{{ show(1) }}{% for x in [7] %}{{ show(x) }}{% endfor %}",
+    "{% macro m(x) %}{{ show(x) }}{% endmacro %}{{ m(9) }}{% block b %}{{ show(0) }}{% endblock %}",
+    "{% with x = 4 %}{{ show(4) }}{% endwith %}{{ callable_object(1) }}{{ eval_context(1) }}",
+    "{% autoescape true %}{{ eval_context('<') }}{% endautoescape %}{{ environment(2) }}",
+]
+
+
+def _context_environment(s):
+    def show(ctx, a):
+        return (f"{ctx.get('x')},{ctx['x']},{ctx.resolve('nope')!r},{a},{ctx.name},"
+                f"{'x' in ctx},{'nope' in ctx},{sorted(k for k in ctx.get_all() if len(k) <= 2)}")
+
+    class CallableObject:
+        @s.pass_context
+        def __call__(self, ctx, a):
+            return f"object sees x={ctx['x']} a={a}"
+
+    env = s.Environment()
+    env.globals.update(show=s.pass_context(show), callable_object=CallableObject(),
+                       eval_context=s.pass_eval_context(lambda ec, a: f"{ec.autoescape}:{a}"),
+                       environment=s.pass_environment(lambda e, a: f"{e.globals['ab']}:{a}"),
+                       ab="AB")
+    env.filters["show_filter"] = s.pass_context(show)
+    env.tests["seen"] = s.pass_context(lambda ctx, value: ctx["x"] == value)
+    return env
+
+
+@pytest.mark.parametrize("source", CONTEXT_SOURCES)
+def test_marked_callables_get_what_they_ask_for(source):
+    def program(s):
+        env = _context_environment(s)
+        env.loader = s.DictLoader({"t": source})
+        return env.get_template("t").render(x=3)
+    same(program)
+
+
+def test_finalize_with_the_context():
+    def program(s):
+        finalize = s.pass_context(lambda ctx, value: f"{ctx['prefix']}{value}")
+        return s.Environment(finalize=finalize).from_string("{{ 1 }}{% set prefix = '>' %}"
+                                                            "{{ 2 }}").render(prefix="#")
+    assert same(program) == "#1>2"
+
+
+def test_a_context_callable_building_from_input_gives_input():
+    env = jinjamark.Environment()
+    env.globals["greet"] = jinjamark.pass_context(lambda ctx: f"hello {ctx['user']}")
+    parts = env.from_string("{{ greet() }}").render_parts(user=jinjamark.mark_input("<|x|>"))
+    assert all(p.is_input for p in parts)
+    plain = env.from_string("{{ greet() }}").render_parts(user="ada")
+    assert [p.is_input for p in plain] == [False]
