@@ -257,6 +257,8 @@ class Budget:
 
     __slots__ = ("limits", "fuel", "iterations", "depth", "output", "deadline")
     BATCH = 4096  # steps between looks at the clock
+    ENTER = 10    # steps a macro call, caller, include or recursive loop level costs beyond its
+                  # nodes: binding a frame costs about ten simple nodes (measured)
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
@@ -286,6 +288,9 @@ class Budget:
             raise LimitExceeded(f"loops ran more than {self.limits.max_loop_iterations} iterations")
 
     def enter(self) -> None:
+        self.fuel -= self.ENTER
+        if self.fuel < 0:
+            raise LimitExceeded(f"the render took more than {self.limits.max_fuel} steps")
         self.depth += 1
         if self.depth > self.limits.max_recursion:
             self.depth -= 1
