@@ -230,3 +230,70 @@ def test_with_polyfills_no_user_character_lands_in_template_text():
           f"characters and {counts['tokens']} user-written special tokens checked")
     assert not counts["leaks"], "\n".join(counts["leaks"][:30])
     assert counts["renders"] >= 350 and counts["tokens"] >= 3000
+
+
+# ---------------------------------------------------------------------------- 4. expectations
+
+ALL_TOOLING = ["tool_calls", "tool_responses", "tools"]
+# Fixture 05 (system, two tools, a call with object arguments and id "call_1", its result with
+# the tool's name, an answer, a user turn). Written by hand from each template's capabilities
+# (tests/test_analysis.py's EXPECTED_CAPABILITIES, read in the templates) and the order the
+# polyfills run in: a template without tool calls gets the call as JSON in the content; one
+# without tool messages gets the result as a user turn; one without the tool list gets it in a
+# system message, which a template without the system role then gets in the first user turn.
+EXPECTED_POLYFILLS = {
+    "chatml--teknium_OpenHermes-2.5-Mistral-7B.jinja": ["tool_calls", "tools"],
+    "llama3--chujiezheng-llama-3-instruct.jinja": ALL_TOOLING,
+    "llamacpp--meta-llama-Llama-3.1-8B-Instruct.jinja": [],
+    "llamacpp--meta-llama-Llama-3.2-3B-Instruct.jinja": [],
+    "hfjs--meta-llama__Llama-3.2-11B-Vision-Instruct.jinja": [],
+    "llama2--codellama_CodeLlama-34b-Instruct-hf.jinja": ALL_TOOLING,
+    "hfjs--TheBloke__Mistral-7B-Instruct-v0.1-GPTQ.jinja": ALL_TOOLING + ["system_role"],
+    # "call_1" is not nine letters and digits: Mistral's templates raise on it
+    "mistral--mistralai_Mistral-7B-Instruct-v0.3.jinja": ["tool_call_ids"],
+    "llamacpp--mistralai-Mistral-Nemo-Instruct-2407.jinja": ["tool_call_ids"],
+    "gemma--google_gemma-7b-it.jinja": ALL_TOOLING + ["system_role"],
+    "llamacpp--google-gemma-2-2b-it.jinja": ALL_TOOLING + ["system_role"],
+    "gemma--axolotl-gemma3.jinja": ALL_TOOLING,
+    "phi--microsoft_Phi-3-mini-4k-instruct.jinja": ALL_TOOLING + ["system_role"],
+    "phi--microsoft_phi-4.jinja": ALL_TOOLING,
+    "llamacpp--Qwen-Qwen2.5-7B-Instruct.jinja": [],
+    "llamacpp--Qwen-Qwen3-0.6B.jinja": [],
+    "llamacpp--Qwen3-Coder.jinja": [],
+    # DeepSeek R1 / V3 concatenate arguments as text and never print the tool list
+    "hfjs--deepseek-ai__DeepSeek-R1.jinja": ["string_arguments", "tools"],
+    "deepseek--axolotl-deepseek_v3.jinja": ["string_arguments", "tools"],
+    "llamacpp--deepseek-ai-DeepSeek-V3.1.jinja": ["tools"],
+    "llamacpp--CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja": [],
+    "llamacpp--ibm-granite-granite-3.3-2B-Instruct.jinja": ["tool_calls"],
+    "llamacpp--NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja": [],
+    "llamacpp--meetkai-functionary-medium-v3.2.jinja": ["string_arguments"],
+    "llamacpp--openai-gpt-oss-120b.jinja": [],
+    "llamacpp--HuggingFaceTB-SmolLM3-3B.jinja": ["tool_calls", "tools"],
+    "hfjs--HuggingFaceH4__zephyr-7b-beta.jinja": ALL_TOOLING,
+    "vicuna--Orca-Vicuna.jinja": ["tool_calls", "tools"],
+    "alpaca--chujiezheng-alpaca.jinja": ALL_TOOLING,
+    "smollm--trl-idefics3_training.jinja": ["tool_calls", "tools", "typed_content"],
+}
+
+
+def test_expectations_cover_many_families():
+    assert len(EXPECTED_POLYFILLS) >= 25
+    families = {name.split("--")[1].split("-")[0].split("_")[0] for name in EXPECTED_POLYFILLS}
+    assert len(families) >= 15
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_POLYFILLS))
+def test_the_polyfills_applied_are_those_the_capabilities_call_for(name):
+    from test_analysis import EXPECTED_CAPABILITIES, corpus
+    import dataclasses
+    template = chat(corpus(name))
+    found = jinjamark.analyze(corpus(name), TOKENS).capabilities
+    assert dataclasses.replace(found, failed_probes=()) == EXPECTED_CAPABILITIES[name]
+    fixture = FIXTURES["05-tool-call-object-args"]
+    said = template.polyfills_for(fixture["messages"], fixture["tools"])
+    out, applied = template.render(fixture["messages"], polyfill=True, return_polyfills=True,
+                                   **options(fixture))
+    assert [p.name for p in said] == EXPECTED_POLYFILLS[name]
+    assert applied == said and all(isinstance(p, Polyfill) and p.reason for p in applied)
+    assert all(survives(needle, out) for needle in needles(fixture))

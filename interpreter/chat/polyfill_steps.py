@@ -206,11 +206,13 @@ def tool_calls(messages: list[dict], step: Any) -> Result:
 
 def tool_responses(messages: list[dict], step: Any) -> Result:
     """Results become user turns when the template never renders them, or when the calls they
-    answer are no longer calls (the `tool_calls` polyfill wrote them into the content: a
-    template would refuse a result that follows no call)."""
+    answer are no longer calls (the `tool_calls` polyfill wrote them into the content) and the
+    template refuses a result that follows no call."""
     if not any(_role(m) == "tool" for m in messages):
         return messages, None
     every = not step.facts.capabilities.tool_responses
+    if not every and not step.facts.refuses("orphans"):
+        return messages, None
     out: list[dict] = []
     answered = False  # whether the closest assistant message before has calls
     moved = False

@@ -130,9 +130,10 @@ class _Facts:
                 "function": {"name": EXAMPLE_NAME, "arguments": arguments}}
 
     def _exchange(self, content: Any = "", call_id: str = "call00001", name: bool = True,
-                  ) -> Optional[str]:
+                  calls: bool = True) -> Optional[str]:
         """[user, assistant calling the example tool, its result] rendered, or None."""
-        turn = {"role": "assistant", "tool_calls": [self._call(call_id)]}
+        turn: dict = {"role": "assistant", "tool_calls": [self._call(call_id)]} if calls else {
+            "role": "assistant"}
         if content is not None:
             turn["content"] = content
         result = {"role": "tool", "tool_call_id": call_id, "content": "42"}
@@ -143,10 +144,11 @@ class _Facts:
     def refuses(self, question: str) -> bool:
         """Whether the template refuses a detail of a tool exchange that it renders otherwise:
         'content' (a call without content), 'ids' (ids that are not 9 letters and digits, as
-        Mistral's templates insist), 'names' (a tool result without the tool's name)."""
+        Mistral's templates insist), 'names' (a tool result without the tool's name), 'orphans'
+        (a result after an assistant message without calls, as gpt-oss's refuses)."""
         if question not in self._refuses:
             variant = {"content": dict(content=None), "ids": dict(call_id="call_1"),
-                       "names": dict(name=False)}[question]
+                       "names": dict(name=False), "orphans": dict(calls=False)}[question]
             self._refuses[question] = self._exchange(**variant) is None and self._exchange() is not None
         return self._refuses[question]
 
