@@ -297,3 +297,180 @@ def test_the_polyfills_applied_are_those_the_capabilities_call_for(name):
     assert [p.name for p in said] == EXPECTED_POLYFILLS[name]
     assert applied == said and all(isinstance(p, Polyfill) and p.reason for p in applied)
     assert all(survives(needle, out) for needle in needles(fixture))
+
+
+# ---------------------------------------------------------------------------- 5. each polyfill
+
+LOOP = "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"
+USER = {"role": "user", "content": "Hi"}
+WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather.",
+                                            "parameters": {"type": "object", "properties": {}}}}
+
+
+def call(arguments, call_id="call_1", name="get_weather") -> dict:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+CALLING = {"role": "assistant", "content": "", "tool_calls": [call({"city": "Paris"})]}
+RESULT = {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}
+NO_SYSTEM = ("{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('no system') }}"
+             "{% endif %}[{{ m.role }}]{{ m.content }}{% endfor %}")
+USER_AND_ASSISTANT = ("{% for m in messages %}{% if m.role in ['user', 'assistant'] %}"
+                      "[{{ m.role }}]{{ m.content }}{% endif %}{% endfor %}")
+
+# name -> (template, messages, tools, the output with polyfill=True, the polyfills applied);
+# outputs written by hand from what each polyfill does.
+SINGLE = {
+    "developer_role": (LOOP, [{"role": "developer", "content": "Be brief."}, USER], None,
+                       "[system]Be brief.[user]Hi", ["developer_role"]),
+    "string_content": ("{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}",
+                       [{"role": "user", "content": [{"type": "text", "text": "Look:"},
+                                                     {"type": "image", "url": "x.png"},
+                                                     {"type": "text", "text": "what is it?"}]}],
+                       None, "user: Look:\nwhat is it?\n", ["string_content"]),
+    "typed_content": ("{% for m in messages %}{% for p in m.content %}{% if p.type == 'text' %}"
+                      "{{ p.text }}{% endif %}{% endfor %};{% endfor %}", [USER], None, "Hi;",
+                      ["typed_content"]),
+    "reasoning_field": ("{% for m in messages %}{% if m.reasoning %}<think>{{ m.reasoning }}"
+                        "</think>{% endif %}{{ m.content }}{% endfor %}",
+                        [USER, {"role": "assistant", "content": "A", "reasoning_content": "R"}],
+                        None, "Hi<think>R</think>A", ["reasoning_field"]),
+    "object_arguments": ("{% for m in messages %}{{ m.content }}{% for c in m.tool_calls or [] %}"
+                         "{% for k, v in c.function.arguments | items %}<{{ k }}={{ v }}>{% endfor %}"
+                         "{% endfor %}{% endfor %}",
+                         [USER, {**CALLING, "tool_calls": [call('{"city": "Paris"}')]}], None,
+                         "Hi<city=Paris>", ["object_arguments"]),
+    "string_arguments": ("{% for m in messages %}{{ m.content }}{% for c in m.tool_calls or [] %}"
+                         "{{ c.function.name + '(' + c.function.arguments + ')' }}{% endfor %}{% endfor %}",
+                         [USER, CALLING], None, 'Higet_weather({"city": "Paris"})',
+                         ["string_arguments"]),
+    "tool_call_content": ("{% for m in messages %}{{ m.content + '|' }}{% for c in m.tool_calls or [] %}"
+                          "{{ c.function.name }}{{ c.function.arguments | tojson }}{% endfor %}{% endfor %}",
+                          [USER, {"role": "assistant", "tool_calls": [call({"city": "Paris"})]}], None,
+                          'Hi||get_weather{"city": "Paris"}', ["tool_call_content"]),
+    "tool_call_ids": ("{% for m in messages %}{% for c in m.tool_calls or [] %}{% if c.id | length != 9 %}"
+                      "{{ raise_exception('ids of nine') }}{% endif %}<{{ c.id }}:{{ c.function.name }}"
+                      "{{ c.function.arguments | tojson }}>{% endfor %}{% if m.role == 'tool' %}"
+                      "({{ m.tool_call_id }}:{{ m.content }}){% endif %}{% endfor %}",
+                      [USER, CALLING, RESULT], None,
+                      '<call00001:get_weather{"city": "Paris"}>(call00001:sunny)', ["tool_call_ids"]),
+    "tool_response_names": ("{% for m in messages %}{% for c in m.tool_calls or [] %}<{{ c.function.name }}"
+                            "{{ c.function.arguments | tojson }}>{% endfor %}{% if m.role == 'tool' %}"
+                            "{% if m.name is not defined %}{{ raise_exception('name!') }}{% endif %}"
+                            "({{ m.name }}:{{ m.content }}){% endif %}{% endfor %}",
+                            [USER, CALLING, RESULT], None, '<get_weather{"city": "Paris"}>(get_weather:sunny)',
+                            ["tool_response_names"]),
+    "tool_calls": (LOOP, [USER, CALLING, {**RESULT}], None,
+                   '[user]Hi[assistant]{"name": "get_weather", "arguments": {"city": "Paris"}}[tool]sunny',
+                   ["tool_calls"]),
+    "tool_responses": (USER_AND_ASSISTANT, [USER, {"role": "assistant", "content": "Calling."},
+                                           RESULT, {**RESULT, "content": "windy"}], None,
+                       "[user]Hi[assistant]Calling.[user]sunny\nwindy", ["tool_responses"]),
+    "tools": (LOOP, [USER], [WEATHER],
+              '[system]You can call the following tools. Their JSON schemas:\n{"type": "function", '
+              '"function": {"name": "get_weather", "description": "Weather.", "parameters": '
+              '{"type": "object", "properties": {}}}}\nTo call a tool, answer with:\n{"name": '
+              '"tool_name", "arguments": {"argument": "value"}}[user]Hi', ["tools"]),
+    "system_role": (NO_SYSTEM, [{"role": "system", "content": "Be brief."}, USER,
+                                {"role": "assistant", "content": "Hello"}], None,
+                    "[user]Be brief.\nHi[assistant]Hello", ["system_role"]),
+}
+
+
+def test_every_polyfill_has_its_own_case():
+    assert sorted(SINGLE) == sorted(POLYFILLS)
+
+
+@pytest.mark.parametrize("name", sorted(SINGLE))
+def test_each_polyfill_reshapes_the_data_as_documented(name):
+    source, messages, tools, want, names = SINGLE[name]
+    template = chat(source)
+    out, applied = template.render(messages, tools=tools, polyfill=True, return_polyfills=True)
+    assert out == want
+    assert [p.name for p in applied] == names
+    only, applied_alone = template.render(messages, tools=tools, polyfill={name}, return_polyfills=True)
+    assert (only, [p.name for p in applied_alone]) == (want, names)
+    without = [p for p in POLYFILLS if p != name]
+    _, others = template.render(messages, tools=tools, polyfill=without, return_polyfills=True) \
+        if _renders(template, messages, tools, without) else (None, [])
+    assert name not in [p.name for p in others]
+
+
+def _renders(template, messages, tools, selection) -> bool:
+    try:
+        template.render(messages, tools=tools, polyfill=selection)
+    except jinjamark.TemplateError:
+        return False
+    return True
+
+
+def test_the_words_a_polyfill_adds_are_template_text_and_what_it_moves_stays_input():
+    template = chat(NO_SYSTEM)
+    parts = template.render_parts([{"role": "system", "content": "<|sys|>"}, USER], polyfill=True)
+    assert [(p.text, p.is_input) for p in parts] == [("[user]", False), ("<|sys|>", True),
+                                                      ("\n", False), ("Hi", True)]
+    tools = chat(LOOP).render_parts([USER], tools=[WEATHER], polyfill=True)
+    preamble = [p for p in tools if "You can call" in p.text]
+    assert preamble and not any(p.is_input for p in preamble)
+    assert any(p.is_input and p.text == "get_weather" for p in tools)
+
+
+def test_the_example_call_is_rendered_by_the_template_itself():
+    """A template that renders calls but not the tool list: the example is its own call format."""
+    source = ("{% for m in messages %}[{{ m.role }}]{{ m.content }}{% for c in m.tool_calls or [] %}"
+              "<call>{{ c.function.name }} {{ c.function.arguments | tojson }}</call>{% endfor %}{% endfor %}")
+    out = chat(source).render([USER], tools=[WEATHER], polyfill=True)
+    assert out.endswith('To call a tool, answer with:\n<call>tool_name {"argument": "value"}</call>[user]Hi')
+
+
+def test_a_probe_that_fails_does_not_turn_unrelated_polyfills_on():
+    """A template that refuses the system role and renders everything else: only system_role."""
+    source = ("{% if messages[0].role == 'system' %}{{ raise_exception('no system') }}{% endif %}"
+              "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% for c in m.tool_calls or [] %}"
+              "[{{ c.id }}:{{ c.function.arguments | tojson }}]{% endfor %}{% endfor %}"
+              "{% if tools %}{{ tools | tojson }}{% endif %}")
+    fixture = FIXTURES["05-tool-call-object-args"]
+    said = chat(source).polyfills_for(fixture["messages"], fixture["tools"])
+    assert [p.name for p in said] == ["system_role"]
+
+
+def test_polyfill_selection_is_checked():
+    with pytest.raises(ValueError, match="unknown polyfill"):
+        chat(LOOP).render([USER], polyfill={"system"})
+    assert chat(NO_SYSTEM).polyfills_for([{"role": "system", "content": "x"}, USER],
+                                         polyfill={"tools"}) == []
+
+
+def test_a_batch_returns_the_polyfills_of_each_conversation():
+    template = chat(NO_SYSTEM)
+    batch = [[{"role": "system", "content": "S"}, USER], [USER]]
+    outs, applied = template.render(batch, polyfill=True, return_polyfills=True)
+    assert outs == ["[user]S\nHi", "[user]Hi"]
+    assert [[p.name for p in a] for a in applied] == [["system_role"], []]
+
+
+def test_continue_final_message_cuts_the_polyfilled_conversation():
+    template = chat(NO_SYSTEM + "<end>")
+    messages = [{"role": "system", "content": "S"}, USER, {"role": "assistant", "content": "Hel"}]
+    assert template.render(messages, continue_final_message=True, polyfill=True) == "[user]S\nHi[assistant]Hel"
+    parts = template.render_parts(messages, continue_final_message=True, polyfill=True)
+    assert "".join(p.text for p in parts) == "[user]S\nHi[assistant]Hel"
+
+
+def test_hf_apply_chat_template_passes_polyfill_through(tokenizer):
+    from jinjamark.hf import apply_chat_template
+    messages = [{"role": "system", "content": "S"}, USER]
+    tokenizer.chat_template = NO_SYSTEM
+    assert apply_chat_template(tokenizer, messages, tokenize=False, polyfill=True) == "[user]S\nHi"
+    with pytest.raises(jinjamark.TemplateError, match="no system"):
+        apply_chat_template(tokenizer, messages, tokenize=False)
+    ids = apply_chat_template(tokenizer, messages, polyfill=True, return_dict=False)
+    assert isinstance(ids, list)
+
+
+def test_the_callers_data_is_not_changed():
+    messages = [{"role": "system", "content": "S"}, USER, CALLING, dict(RESULT)]
+    before = json.dumps(messages)
+    chat(USER_AND_ASSISTANT).render(messages, tools=[WEATHER], polyfill=True)
+    chat(NO_SYSTEM).render_parts(messages, tools=[WEATHER], polyfill=True)
+    assert json.dumps(messages) == before
