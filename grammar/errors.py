@@ -39,10 +39,13 @@ class TemplateError(ValueError):
     def __str__(self) -> str:
         if self.lineno is None:
             return self.message
-        where = f'  File "{self.name or "<template>"}", line {self.lineno}, column {self.column}'
+        shown_name = getattr(self, "filename", None) or self.name or "<template>"
+        where = f'  File "{shown_name}", line {self.lineno}'
+        if self.column is not None:
+            where += f", column {self.column}"
         text = [self.message, where]
         line = source_line(self.source, self.lineno)
-        if line is not None:
+        if line is not None and self.column is not None:
             shown = line.expandtabs(1)
             text.append("    " + shown)
             text.append("    " + " " * max(0, min(self.column - 1, len(shown))) + "^")
@@ -50,7 +53,14 @@ class TemplateError(ValueError):
 
 
 class TemplateSyntaxError(TemplateError):
-    """The source is not a valid template."""
+    """The source is not a valid template. Takes Jinja2's positional arguments too:
+    `TemplateSyntaxError(message, lineno, name, filename)`."""
+
+    def __init__(self, message: str = "", lineno: Optional[int] = None,
+                 name: Optional[str] = None, filename: Optional[str] = None, *,
+                 column: Optional[int] = None, source: Optional[str] = None) -> None:
+        super().__init__(message, name=name, lineno=lineno, column=column, source=source)
+        self.filename = filename
 
 
 class TemplateAssertionError(TemplateSyntaxError):

@@ -14,7 +14,8 @@ from .loaders import (BaseLoader, ChoiceLoader, DictLoader, FileSystemLoader, Fu
                       PackageLoader, PrefixLoader, TemplateNotFound, TemplatesNotFound)
 from .marks import Marked
 from .output import Part
-from .undefined import ChainableUndefined, StrictUndefined, Undefined
+from .undefined import (ChainableUndefined, DebugUndefined, StrictUndefined, Undefined,
+                        make_logging_undefined)
 from .values import mark_input
 
 __version__ = "0.1.0"
@@ -26,6 +27,7 @@ __all__ = [
     "ExtensionError", "InputTypeError", "LimitExceeded", "SecurityError", "TemplateAssertionError", "TemplateError",
     "TemplateRuntimeError", "TemplateSyntaxError", "UndefinedError",
     "Extension", "Limits", "Marked", "Part", "ChainableUndefined", "StrictUndefined", "Undefined",
+    "DebugUndefined", "make_logging_undefined",
     "keeps_marks", "mark_input",
     "BaseLoader", "ChoiceLoader", "DictLoader", "FileSystemLoader", "FunctionLoader",
     "PackageLoader", "PrefixLoader", "TemplateNotFound", "TemplatesNotFound", "select_autoescape",

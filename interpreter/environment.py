@@ -172,6 +172,11 @@ class Environment(TemplateLoading):
             template = cls.from_ast(self, template.tree, source, name, globals)
         return template
 
+    def compile_expression(self, source: str, undefined_to_none: bool = True
+                           ) -> template_api.TemplateExpression:
+        """`source` as one expression, a callable of the variables that returns its value."""
+        return template_api.compile_expression(self, source, undefined_to_none)
+
     def _check(self, tree: ast.Template, name: Optional[str], source: str) -> None:
         """What Jinja2 refuses at compile time: unknown filters and tests, unhandled nodes.
 
@@ -421,13 +426,16 @@ class Template:
         finally:
             limits.deactivate(token)
 
-    def _run(self, ev: Evaluator, context: dict, overlay: Optional[dict]) -> list[str]:
-        env = self.environment
-        base = Scope(None, env.globals)
+    def base_scope(self, overlay: Optional[dict] = None) -> Scope:
+        """The scopes under a render's variables: the environment's globals, the template's
+        own, then `overlay`."""
+        base = Scope(None, self.environment.globals)
         if self.own_globals:
             base = Scope(base, self.own_globals)
-        if overlay:
-            base = Scope(base, overlay)
+        return Scope(base, overlay) if overlay else base
+
+    def _run(self, ev: Evaluator, context: dict, overlay: Optional[dict]) -> list[str]:
+        base = self.base_scope(overlay)
         scope = Scope(base, context)
         try:
             if self.composes:  # blocks, extends, include, import: composition.py

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import IO, Any, Callable, Iterator, Optional, Union
 
+from . import limits
 from .contexts import Context
 from .environment_tools import RenderContext, pass_arg_of
 from .evaluator import Evaluator
@@ -17,7 +18,8 @@ from .markup import escape
 from .marks import concat
 from .runtime import TemplateModule
 from .scope import Scope
-from .undefined import MISSING
+from .errors import TemplateSyntaxError
+from .undefined import MISSING, Undefined
 from .values import to_string
 
 
@@ -119,3 +121,42 @@ def exec_output_finalized(ev: Any, node: ast.Output, scope: Scope) -> None:
     except Exception as e:
         ev.fail(e, node.expr)
 
+
+
+# ---------------------------------------------------------------------------- expressions
+
+class TemplateExpression:
+    """An expression compiled on its own (`Environment.compile_expression`): call it with
+    variables for its value, an undefined one as None when `undefined_to_none`."""
+
+    def __init__(self, template: Any, undefined_to_none: bool) -> None:
+        self._template = template
+        self._undefined_to_none = undefined_to_none
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        template = self._template
+        env = template.environment
+        ev = Evaluator(env, env.handlers, None, template.source, template.memo)
+        top = Scope(template.base_scope(), dict(*args, **kwargs))
+        ev.top = top
+        token = limits.activate(env.limits)
+        try:
+            value = ev.eval(template.tree.body[0].expr, top)
+        finally:
+            limits.deactivate(token)
+        if self._undefined_to_none and isinstance(value, Undefined):
+            return None
+        return value
+
+
+def compile_expression(environment: Any, source: str, undefined_to_none: bool = True
+                       ) -> TemplateExpression:
+    """`source` parsed as one expression, as `{{ }}` holds it (a TemplateSyntaxError if it is
+    not one)."""
+    d = environment.delimiters
+    wrapped = f"{d.variable_start_string} {source} {d.variable_end_string}"
+    template = environment.from_string(wrapped)
+    body = template.tree.body
+    if len(body) != 1 or type(body[0]) is not ast.Output:
+        raise TemplateSyntaxError("chunk after expression", lineno=1, column=1, source=source)
+    return TemplateExpression(template, undefined_to_none)

@@ -101,3 +101,57 @@ class StrictUndefined(Undefined):
 
     __slots__ = ()
     __iter__ = __str__ = __len__ = __eq__ = __ne__ = __bool__ = __hash__ = __contains__ = Undefined.fail
+
+
+class DebugUndefined(Undefined):
+    """Prints what is missing, in braces: `{{ name }}`, so that a render shows its gaps."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        if self._hint:
+            message = f"undefined value printed: {self._hint}"
+        elif self._obj is MISSING:
+            message = str(self._name)
+        else:
+            message = f"no such element: {type_name(self._obj)}[{self._name!r}]"
+        return f"{{{{ {message} }}}}"
+
+
+def make_logging_undefined(logger: Any = None, base: type = Undefined) -> type:
+    """An undefined kind like `base` that also logs: a warning when it is printed, iterated
+    or tested for truth, an error when it fails (Jinja2's helper). `logger`: anything with
+    `warning` and `error` methods; by default a logger of this module writing to stderr."""
+    if logger is None:
+        import logging
+        import sys
+        logger = logging.getLogger(__name__)
+        logger.addHandler(logging.StreamHandler(sys.stderr))
+
+    def warn(undefined: Undefined) -> None:
+        logger.warning("Template variable warning: %s", undefined.undefined_message)
+
+    class LoggingUndefined(base):  # type: ignore[valid-type, misc]
+        __slots__ = ()
+
+        def fail(self, *args: Any, **kwargs: Any) -> NoReturn:
+            try:
+                base.fail(self, *args, **kwargs)
+            except self._exc as e:
+                logger.error("Template variable error: %s", e)
+                raise
+
+        def __str__(self) -> str:
+            warn(self)
+            return base.__str__(self)
+
+        def __iter__(self):
+            warn(self)
+            return base.__iter__(self)
+
+        def __bool__(self) -> bool:
+            warn(self)
+            return base.__bool__(self)
+
+    # as in Jinja2, the base's operators stay the base's `fail`: they raise without logging
+    return LoggingUndefined

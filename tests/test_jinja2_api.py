@@ -436,3 +436,90 @@ def test_a_context_callable_building_from_input_gives_input():
     assert all(p.is_input for p in parts)
     plain = env.from_string("{{ greet() }}").render_parts(user="ada")
     assert [p.is_input for p in plain] == [False]
+
+
+# ---------------------------------------------------------------------------- undefined kinds, errors
+
+OURS.DebugUndefined, THEIRS.DebugUndefined = jinjamark.DebugUndefined, jinja2.DebugUndefined
+OURS.StrictUndefined, THEIRS.StrictUndefined = jinjamark.StrictUndefined, jinja2.StrictUndefined
+OURS.ChainableUndefined = jinjamark.ChainableUndefined
+THEIRS.ChainableUndefined = jinja2.ChainableUndefined
+OURS.make_logging_undefined = jinjamark.make_logging_undefined
+THEIRS.make_logging_undefined = jinja2.make_logging_undefined
+OURS.TemplateSyntaxError = jinjamark.TemplateSyntaxError
+THEIRS.TemplateSyntaxError = jinja2.TemplateSyntaxError
+
+
+def test_debug_undefined_prints_what_is_missing():
+    def program(s):
+        env = s.Environment(undefined=s.DebugUndefined)
+        return env.from_string("{{ missing }}|{{ n.bar }}|{{ d['x'] }}|{{ missing is defined }}"
+                               "|{{ missing|default('d') }}").render(n=1, d={})
+    assert same(program) == ("{{ missing }}|{{ no such element: int object['bar'] }}|"
+                             "{{ no such element: dict object['x'] }}|False|d")
+
+
+def test_debug_undefined_fails_where_a_value_is_needed():
+    assert same_error(lambda s: s.Environment(undefined=s.DebugUndefined)
+                      .from_string("{{ missing + 1 }}").render())[0] == "UndefinedError"
+
+
+LOGGED = ["{{ missing }}", "{{ missing.attribute }}", "{{ missing|list }}",
+          "{{ missing is not defined }}", "{{ foo.missing }}", "{{ not missing }}",
+          "{{ missing + 1 }}", "{% for x in missing %}{% endfor %}", "{{ missing['a'] }}"]
+
+
+@pytest.mark.parametrize("base", ["Undefined", "StrictUndefined", "ChainableUndefined"])
+def test_logging_undefined_logs_as_jinja2_does(base):
+    def program(s):
+        messages: list = []
+
+        class Logger:
+            def warning(self, message, *args):
+                messages.append("W:" + message % args)
+
+            def error(self, message, *args):
+                messages.append("E:" + message % args)
+
+        env = s.Environment(undefined=s.make_logging_undefined(Logger(), getattr(s, base)))
+        for source in LOGGED:
+            try:
+                messages.append(env.from_string(source).render(foo=42))
+            except s.error as e:
+                messages.append(type(e).__name__)
+        return messages
+    same(program)
+
+
+def test_template_syntax_error_positional_arguments_and_pickling():
+    import pickle
+
+    def program(s):
+        error = s.TemplateSyntaxError("bad template", 42, "test", "test.txt")
+        again = pickle.loads(pickle.dumps(error))
+        return (error.message, error.lineno, error.name, error.filename, str(again) == str(error),
+                again.lineno, again.filename)
+    assert same(program) == ("bad template", 42, "test", "test.txt", True, 42, "test.txt")
+
+
+# ---------------------------------------------------------------------------- compile_expression
+
+@pytest.mark.parametrize("expression, variables", [
+    ("foo == 42", {"foo": 42}), ("foo == 42", {"foo": 23}), ("missing", {}),
+    ("range(n)|list + [x|upper]", {"n": 3, "x": "a"}), ("{'a': [1, (2, 3)]}", {}),
+    ("cycler(1, 2).next()", {}), ("d.k ~ 'x'", {"d": {"k": "v"}}),
+])
+def test_compile_expression_gives_the_value(expression, variables):
+    same(lambda s: s.Environment().compile_expression(expression)(**variables))
+
+
+def test_compile_expression_keeps_undefined_when_asked():
+    value = same(lambda s: str(s.Environment().compile_expression("missing", False)()))
+    assert value == ""
+    assert isinstance(jinjamark.Environment().compile_expression("missing", False)(),
+                      jinjamark.Undefined)
+
+
+@pytest.mark.parametrize("expression", ["1 }} x {{ 2", "{% if %}", "a.b"])
+def test_compile_expression_errors(expression):
+    same_error(lambda s: s.Environment().compile_expression(expression)())
