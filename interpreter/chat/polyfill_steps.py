@@ -1,20 +1,56 @@
-"""The polyfills themselves (see `polyfills`): one function per polyfill, named as it is.
+"""The polyfills themselves (see `polyfills`): one function per polyfill, named as it is, and
+what they share (`Step`, `joined`, `call_json`).
 
 Each takes the messages (walked: possibly marked, possibly shared with the caller's data, so a
-message is copied before it is changed) and the render's `_Step`, and returns the new messages
+message is copied before it is changed) and the render's `Step`, and returns the new messages
 and the reason it applied, or None when it did not. What a step writes itself is plain `str`
 (template text); what it moves, joins or parses keeps its marks.
 """
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..jsonmarks import dumps
-from ..marks import join
-from .normalize import REASONING_FIELDS
-from .polyfills import CALL_PREAMBLE, TOOLS_PREAMBLE, _call_json, joined
+from ..marks import Marked, join, plain as plain_text
+from .normalize import REASONING_FIELDS, marked
 
 Result = tuple[list[dict], Optional[str]]
+TOOLS_PREAMBLE = "You can call the following tools. Their JSON schemas:"
+CALL_PREAMBLE = "To call a tool, answer with:"
+
+
+@dataclass
+class Step:
+    """What every step reads: the template's facts, whether the data is marked, the tools."""
+    facts: Any  # polyfills._Facts
+    marked: bool
+    tools: Any
+
+    def parsed(self, text: str) -> Any:
+        """JSON text parsed; its strings and numbers marked when the text was input."""
+        value = json.loads(plain_text(text))
+        return marked(value) if isinstance(text, Marked) else value
+
+
+def call_json(name: Any, arguments: Any) -> str:
+    """One tool call as a JSON line: `{"name": ..., "arguments": ...}` (input stays input)."""
+    return dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+
+
+def joined(pieces: list[Any], separator: str = "\n") -> Any:
+    """Contents joined: strings with `separator`; when any is a list of parts, one list of parts
+    (a string becomes a text part; the separator is then the parts' own boundary)."""
+    pieces = [p for p in pieces if p is not None and p != "" and p != []]
+    if not pieces:
+        return ""
+    if all(isinstance(p, str) for p in pieces):
+        return pieces[0] if len(pieces) == 1 else join(separator, pieces)
+    parts: list = []
+    for piece in pieces:
+        parts.extend(piece if isinstance(piece, list) else [{"type": "text", "text": piece}])
+    return parts
 
 
 def _role(message: dict) -> Any:
@@ -147,7 +183,7 @@ def _as_json_lines(message: dict, step: Any) -> dict:
                 arguments = step.parsed(arguments)
             except ValueError:
                 pass  # not JSON: kept as the string it is
-        lines.append(_call_json(function.get("name"), arguments))
+        lines.append(call_json(function.get("name"), arguments))
     rest = {k: v for k, v in message.items() if k != "tool_calls"}
     rest["content"] = joined([message.get("content"), join("\n", lines)])
     return rest
@@ -287,6 +323,6 @@ def system_role(messages: list[dict], step: Any) -> Result:
     return out, "the template cannot render a system message: merged into the next user message"
 
 
-__all__ = ["developer_role", "string_content", "reasoning_field", "object_arguments",
+__all__ = ["Step", "call_json", "joined", "developer_role", "string_content", "reasoning_field", "object_arguments",
            "string_arguments", "tool_call_content", "tool_calls", "tool_responses", "tools",
            "system_role", "typed_content"]

@@ -38,18 +38,16 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional, Union
 
-from ..jsonmarks import dumps
-from ..marks import Marked, join, plain as plain_text
+from . import polyfill_steps
 from .analysis import Analysis, analyze
-from .normalize import REASONING_FIELDS, marked
+from .normalize import marked
+from .polyfill_steps import Step, call_json
 
-__all__ = ["POLYFILLS", "Polyfill", "Polyfiller", "facts_of", "joined", "selected_polyfills"]
+__all__ = ["POLYFILLS", "Polyfill", "Polyfiller", "facts_of", "selected_polyfills"]
 
 POLYFILLS = ("developer_role", "string_content", "reasoning_field", "object_arguments",
              "string_arguments", "tool_call_content", "tool_call_ids", "tool_response_names",
              "tool_calls", "tool_responses", "tools", "system_role", "typed_content")
-TOOLS_PREAMBLE = "You can call the following tools. Their JSON schemas:"
-CALL_PREAMBLE = "To call a tool, answer with:"
 EXAMPLE_NAME, EXAMPLE_ARGUMENTS = "tool_name", {"argument": "value"}
 EXAMPLE_TOOL = {"type": "function", "function": {
     "name": EXAMPLE_NAME, "description": "An example tool.",
@@ -103,7 +101,7 @@ class _Facts:
         """An example tool call as this template writes one (found as the difference between an
         assistant turn with and without a call), else the JSON the `tool_calls` polyfill writes."""
         if self._example is None:
-            self._example = self._rendered_example() or _call_json(EXAMPLE_NAME, EXAMPLE_ARGUMENTS)
+            self._example = self._rendered_example() or call_json(EXAMPLE_NAME, EXAMPLE_ARGUMENTS)
         return self._example
 
     def _rendered_example(self) -> Optional[str]:
@@ -211,45 +209,11 @@ class Polyfiller:
               ) -> tuple[list[dict], list[Polyfill]]:
         """The messages (as `template_messages` made them, walked by `walk`) with the polyfills
         that apply; and those polyfills. `tools` are walked by the same walk."""
-        step = _Step(self.facts, walk is marked, tools)
+        step = Step(self.facts, walk is marked, tools)
         applied: list[Polyfill] = []
-        from . import polyfill_steps  # the steps themselves, one function each
         for name in POLYFILLS:
             if name in self.selected:
                 messages, reason = getattr(polyfill_steps, name)(messages, step)
                 if reason is not None:
                     applied.append(Polyfill(name, reason))
         return messages, applied
-
-
-@dataclass
-class _Step:
-    """What every step reads: the template's facts, whether the data is marked, the tools."""
-    facts: _Facts
-    marked: bool
-    tools: Any
-
-    def parsed(self, text: str) -> Any:
-        """JSON text parsed; its strings and numbers marked when the text was input."""
-        value = json.loads(plain_text(text))
-        return marked(value) if isinstance(text, Marked) else value
-
-
-def _call_json(name: Any, arguments: Any) -> str:
-    """One tool call as a JSON line: `{"name": ..., "arguments": ...}` (input stays input)."""
-    return dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
-
-
-def joined(pieces: list[Any], separator: str = "\n") -> Any:
-    """Contents joined: strings with `separator`; when any is a list of parts, one list of parts
-    (a string becomes a text part; the separator is then the parts' own boundary)."""
-    pieces = [p for p in pieces if p is not None and p != "" and p != []]
-    if not pieces:
-        return ""
-    if all(isinstance(p, str) for p in pieces):
-        return pieces[0] if len(pieces) == 1 else join(separator, pieces)
-    parts: list = []
-    for piece in pieces:
-        parts.extend(piece if isinstance(piece, list) else [{"type": "text", "text": piece}])
-    return parts
-
