@@ -7,6 +7,7 @@ input. Loading is in `loading`, the cleaning of the caller's data in `normalize`
 """
 from __future__ import annotations
 
+import functools
 import os
 from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
@@ -59,12 +60,29 @@ class ChatTemplate:
                                if value is not None}
         self.overlay: dict[str, Any] = {}
         self._compiled: dict[str, Template] = {}
+        self.now = now  # kept as given: it pickles if the caller's clock does (a lambda does not)
         if now is not None:
-            self.overlay["strftime_now"] = lambda fmt: now().strftime(fmt)
+            self.overlay["strftime_now"] = functools.partial(_strftime_on, now)
         # A single template is compiled now, so that a broken one fails here rather than at the
         # first render; named templates when first used, as transformers compiles them (a broken
         # `rag` template does not stop a model's `default`).
         if isinstance(self.templates, str):
+            self.compiled(self.templates)
+
+    def __getstate__(self) -> dict:
+        """The sources, tokens and options, no compiled template; the shared profile
+        environment as None, so that a worker renders with its own (one parse per process)."""
+        state = {key: value for key, value in self.__dict__.items() if key != "_compiled"}
+        if state["environment"] is shared_environment():
+            state["environment"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if self.environment is None:
+            self.environment = shared_environment()
+        self._compiled = {}
+        if isinstance(self.templates, str):  # compiled now, as the constructor compiles it
             self.compiled(self.templates)
 
     @classmethod
@@ -309,6 +327,11 @@ def refuse_consumed(kwargs: Mapping[str, Any]) -> None:
         if name in kwargs:
             raise TypeError(f"{name!r} is a parameter of apply_chat_template, not a template variable: "
                             "use jinjamark.hf.apply_chat_template(tokenizer, conversation, ...) for it")
+
+
+def _strftime_on(now: Callable[[], datetime], fmt: str) -> str:
+    """`strftime_now` on the caller's clock: a module function, so that it pickles by reference."""
+    return now().strftime(fmt)
 
 
 def _token(value: Any) -> Any:
