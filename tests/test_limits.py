@@ -14,6 +14,7 @@ clean failure (MemoryError, reported as a TemplateRuntimeError) instead of a mac
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import json
 import subprocess
@@ -21,6 +22,7 @@ import sys
 import time
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import jinjamark
 import oracle
@@ -535,6 +537,55 @@ def test_max_power_bits_counts_the_bits_of_the_result(source, bits):
 def test_printing_a_huge_integer_is_an_error_not_a_crash():
     with pytest.raises(jinjamark.TemplateError):
         env_with().from_string("{{ 2 ** 99999 }}").render()  # 30,000 digits: past Python's 4,300
+
+
+# ---------------------------------------------------------------------------- the metering walk
+
+class Leaf:
+    """A leaf that counts the comparisons Python makes with it."""
+    calls = 0
+
+    def __eq__(self, other: object) -> bool:
+        Leaf.calls += 1
+        return isinstance(other, Leaf)
+
+    __hash__ = object.__hash__
+
+
+@st.composite
+def shared_structures(draw) -> object:
+    """Lists, tuples and dicts built from earlier ones, so that parts are shared (reached many
+    times), over leaves that count how often a comparison meets them."""
+    pool: list = [Leaf() for _ in range(draw(st.integers(1, 3)))]
+    for _ in range(draw(st.integers(1, 9))):
+        picks = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3))
+        kind = draw(st.sampled_from(["list", "tuple", "dict"]))
+        node = (picks if kind == "list" else tuple(picks) if kind == "tuple"
+                else {f"k{i}": v for i, v in enumerate(picks)})
+        pool.append(node)
+    return pool[-1]
+
+
+def _visits(value) -> int:
+    """Items met by a walk that follows every reference (no memory of shared parts)."""
+    if not isinstance(value, (list, tuple, dict)):
+        return 0
+    items = list(value.values()) if isinstance(value, dict) else list(value)
+    return len(items) + sum(_visits(item) for item in items)
+
+
+@given(shared_structures())
+@settings(max_examples=200, deadline=None)
+def test_the_metering_walk_charges_what_a_comparison_meets(value):
+    """`x == copy` meets every leaf as often as the structure reaches it; the walk that charges
+    for it visits each distinct container once but counts exactly what a full walk meets (every
+    item of every container reached, shared parts each time), which covers the comparison's."""
+    from jinjamark import metering
+    copied = copy.deepcopy(value)  # equal, sharing alike, but no part the same object
+    Leaf.calls = 0
+    assert value == copied
+    charged = metering.walked(value) / metering.ITEM
+    assert charged == _visits(value) >= Leaf.calls, (charged, _visits(value), Leaf.calls)
 
 
 # ---------------------------------------------------------------------------- ChatTemplate and chat_environment
