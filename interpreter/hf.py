@@ -41,8 +41,7 @@ def apply_chat_template(tokenizer: Any, conversation: Any, tools: Optional[list]
                         truncation: bool = False, max_length: Optional[int] = None,
                         return_tensors: Any = None, return_dict: bool = True,
                         return_assistant_tokens_mask: bool = False,
-                        tokenizer_kwargs: Optional[dict] = None, polyfill: Any = False,
-                        **kwargs: Any) -> Any:
+                        tokenizer_kwargs: Optional[dict] = None, **kwargs: Any) -> Any:
     """transformers' `tokenizer.apply_chat_template(conversation, ...)`, rendered by jinjamark.
 
     Returns the text (a list of texts for a batch) with `tokenize=False`; else a `BatchEncoding`
@@ -56,9 +55,11 @@ def apply_chat_template(tokenizer: Any, conversation: Any, tools: Optional[list]
     raises (with `tokenize=False` or `return_assistant_tokens_mask=True`), so code that passes
     it behaves the same on both.
 
-    `polyfill` (jinjamark's own, False by default): as `ChatTemplate.render`'s, reshape the
-    conversation for what the template cannot render (True, or a set of polyfill names).
+    `polyfill=` (jinjamark's own, taken out of `kwargs` so that the signature stays
+    transformers'; False by default): as `ChatTemplate.render`'s, reshape the conversation for
+    what the template cannot render (True, or a set of polyfill names).
     """
+    polyfill = kwargs.pop("polyfill", False)
     if not tokenize:
         return_dict = False
     if return_assistant_tokens_mask and not (return_dict and tokenize):

@@ -474,3 +474,66 @@ def test_the_callers_data_is_not_changed():
     chat(USER_AND_ASSISTANT).render(messages, tools=[WEATHER], polyfill=True)
     chat(NO_SYSTEM).render_parts(messages, tools=[WEATHER], polyfill=True)
     assert json.dumps(messages) == before
+
+
+# ---------------------------------------------------------------------------- 6. generated
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+PROPERTY_TEMPLATES = ["llamacpp--google-gemma-2-2b-it", "chatml--teknium_OpenHermes-2.5-Mistral-7B",
+                      "llamacpp--meta-llama-Llama-3.1-8B-Instruct", "mistral--mistralai_Mistral-7B-Instruct-v0.3",
+                      "hfjs--deepseek-ai__DeepSeek-R1", "llama3--chujiezheng-llama-3-instruct",
+                      "llamacpp--openai-gpt-oss-120b", "smollm--trl-idefics3_training",
+                      "phi--microsoft_Phi-3-mini-4k-instruct", "llamacpp--Qwen-Qwen3-0.6B"]
+WORD = st.text("abcdefghijkmnpqrstuvwxyz", min_size=3, max_size=6).map(lambda w: "zq" + w)
+
+
+@st.composite
+def requests(draw) -> tuple[dict, list[str]]:
+    """A conversation with a system message (maybe), turns whose content is a string or typed
+    parts, tool calls (object or string arguments, one or two) with their results; and the
+    unique words that must reach the output."""
+    words: list[str] = []
+
+    def word() -> str:
+        w = draw(WORD) + str(len(words))
+        words.append(w)
+        return w
+
+    def content() -> object:
+        return word() if draw(st.booleans()) else [{"type": "text", "text": word()}]
+    messages = [{"role": "system", "content": content()}] if draw(st.booleans()) else []
+    tools = [{"type": "function", "function": {"name": word(), "description": "d", "parameters": {
+        "type": "object", "properties": {"a": {"type": "string"}}}}}] if draw(st.booleans()) else None
+    for turn in range(draw(st.integers(1, 3))):
+        messages.append({"role": "user", "content": content()})
+        if tools and draw(st.booleans()):
+            calls = [{"id": f"c{turn}{i}", "type": "function", "function": {
+                "name": tools[0]["function"]["name"],
+                "arguments": {"a": word()} if draw(st.booleans()) else json.dumps({"a": word()})}}
+                for i in range(draw(st.integers(1, 2)))]
+            messages.append({"role": "assistant", "content": "", "tool_calls": calls})
+            messages += [{"role": "tool", "tool_call_id": c["id"], "content": word()} for c in calls]
+        messages.append({"role": "assistant", "content": content()})
+    return {"messages": messages, "tools": tools}, words
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(request=requests(), which=st.sampled_from(PROPERTY_TEMPLATES))
+def test_generated_requests_keep_every_word_as_input(request, which):
+    fixture, words = request
+    template = chat(dict(TEMPLATES)[which])
+    try:
+        parts = template.render_parts(fixture["messages"], polyfill=True, **options(fixture))
+    except jinjamark.TemplateError:
+        with pytest.raises(jinjamark.TemplateError):  # only a shape the template refuses anyway
+            template.render(bare(fixture)["messages"], add_generation_prompt=True)
+        return
+    text = "".join(p.text for p in parts)
+    assert text == template.render(fixture["messages"], polyfill=True, **options(fixture))
+    flags = input_flags(parts)
+    for w in words:
+        assert w in text, f"{which}: {w!r} lost"
+        at = text.index(w)
+        assert all(flags[at:at + len(w)]), f"{which}: {w!r} not input"
