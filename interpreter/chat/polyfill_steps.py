@@ -85,13 +85,18 @@ def developer_role(messages: list[dict], step: Any) -> Result:
 
 
 def string_content(messages: list[dict], step: Any) -> Result:
-    if step.facts.analysis.content_format != "string" or step.facts.capabilities.requires_typed_content:
+    if step.facts.capabilities.requires_typed_content:
         return messages, None
-    if not any(isinstance(m.get("content"), list) for m in messages):
+    chosen = [isinstance(m.get("content"), list) for m in messages]
+    if not any(chosen):
         return messages, None
-    out = [{**m, "content": joined(_text_parts(m["content"]))} if isinstance(m.get("content"), list)
-           else m for m in messages]
-    return out, "the template does not loop over content parts: their texts joined with newlines"
+    typed = step.facts.typed_roles()
+    chosen = [c and _role(m) not in typed for m, c in zip(messages, chosen)]
+    if not any(chosen):
+        return messages, None
+    out = [{**m, "content": joined(_text_parts(m["content"]))} if c else m
+           for m, c in zip(messages, chosen)]
+    return out, "the template does not render content parts: their texts joined with newlines"
 
 
 def typed_content(messages: list[dict], step: Any) -> Result:

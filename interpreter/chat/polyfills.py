@@ -13,7 +13,7 @@ becomes a system message, which the system polyfill then folds into a user turn)
 
 - `developer_role`: `developer` messages become `system` when the template never names the role.
 - `string_content`: typed content (`[{"type": "text", ...}]`) becomes its text parts joined with
-  newlines, for a template that never loops over content (vLLM's content format 'string').
+  newlines, in the messages of roles whose parts the template does not render (a probe render).
 - `reasoning_field`: reasoning given under one name is copied under the name the template reads.
 - `object_arguments` / `string_arguments`: tool-call arguments as the template wants them (a
   JSON string parsed to an object, or an object written as JSON text).
@@ -90,6 +90,7 @@ class _Facts:
         self._example: Optional[str] = None
         self._refuses: dict[str, bool] = {}
         self._system_alone: Optional[bool] = None
+        self._typed_roles: Optional[frozenset] = None
 
     def _render(self, messages: list, **kwargs: Any) -> Optional[str]:
         try:
@@ -150,6 +151,21 @@ class _Facts:
             self._refuses[question] = self._exchange(**variant) is None and self._exchange() is not None
         return self._refuses[question]
 
+    def typed_roles(self) -> frozenset:
+        """The roles whose typed text parts the template renders as text (not as a printed list
+        of dicts): vLLM's content format misses templates that loop over parts in a macro."""
+        if self._typed_roles is None:
+            self._typed_roles = frozenset()
+            for roles in (("system", "user", "assistant", "user"), ("user", "assistant", "user")):
+                needles = [f"jmPart{i}Needle" for i in range(len(roles))]
+                messages = [{"role": role, "content": [{"type": "text", "text": needle}]}
+                            for role, needle in zip(roles, needles)]
+                out = self._render(messages, add_generation_prompt=True)
+                if out is not None and all(n in out for n in needles) and not _printed_part(out):
+                    self._typed_roles = frozenset(roles)
+                    break
+        return self._typed_roles
+
     def system_without_tools(self) -> bool:
         """Whether a system message reaches the output without tools too (a template that
         prints it only beside the tool list passes the analysis probe, which tries both)."""
@@ -158,6 +174,11 @@ class _Facts:
                                 {"role": "user", "content": "Hi"}], add_generation_prompt=True)
             self._system_alone = out is not None and "jmSystemNeedle" in out
         return self._system_alone
+
+
+def _printed_part(out: str) -> bool:
+    """A part printed as a dict (by `{{ content }}` or `tojson`), not as its text."""
+    return "'type': 'text'" in out or '"type": "text"' in out or '"type":"text"' in out
 
 
 def _difference(a: str, b: str) -> str:
