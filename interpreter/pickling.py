@@ -12,6 +12,8 @@ own error names it; cloudpickle takes it by value).
 from __future__ import annotations
 
 import dataclasses
+import threading
+from collections import OrderedDict
 from types import SimpleNamespace
 from typing import Any
 
@@ -60,6 +62,40 @@ def restore_environment(env: Any, state: dict) -> None:
                 entries[key] = value
         setattr(env, table, entries)
     env._prepare()
+    env._parser = RememberingParser(env._parser)
+
+
+class RememberingParser:
+    """The process's parser, for an unpickled environment: it remembers the trees it made, so
+    that a worker parses a template once however often it unpickles it (a pool sends a template
+    with every chunk of work, each time with a new environment). A tree depends only on the
+    parser, the source and the options, and is never changed after the parse, so environments
+    share it; the environment still checks it (filters, tests, extensions' validation)."""
+
+    def __init__(self, parser: Any) -> None:
+        self.parser = parser
+
+    def parse(self, source: str, name: Any = None, *options: Any) -> Any:
+        key = (self.parser, source, options)
+        with _trees_lock:
+            tree = _trees.get(key)
+            if tree is not None:
+                _trees.move_to_end(key)
+                return tree
+        tree = self.parser.parse(source, name, *options)
+        with _trees_lock:
+            _trees[key] = tree
+            if len(_trees) > TREES_KEPT:
+                _trees.popitem(last=False)
+        return tree
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.parser, name)
+
+
+TREES_KEPT = 64
+_trees: OrderedDict = OrderedDict()
+_trees_lock = threading.Lock()
 
 
 def _tables(extensions: tuple) -> SimpleNamespace:

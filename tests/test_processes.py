@@ -116,7 +116,21 @@ def test_environment_round_trip_keeps_what_was_registered_and_removed():
         again.from_string("{{ 'x' | lower }}")
     assert again.limits.max_output == 1000 and again.immutable and again.lstrip_blocks
     assert again.policies == env.policies
-    assert again._parser is env._parser  # one parser per process and extension set
+    assert again._parser.parser is env._parser  # one parser per process and extension set
+
+
+def test_a_worker_parses_a_template_once_however_often_it_is_unpickled():
+    env = jinjamark.Environment()
+    env.filters["shout"] = shout
+    data = pickle.dumps(env.from_string("{{ x | shout }}{% for i in y %}{{ i }}{% endfor %}"))
+    first, second = pickle.loads(data), pickle.loads(data)
+    assert first.environment is not second.environment  # each unpickling its own environment
+    assert first.tree is second.tree  # but the tree parsed once in this process
+    assert second.render(x="a", y=[1, 2]) == "A!12"
+    # a remembered tree is still checked by the environment that takes it
+    without = pickle.loads(pickle.dumps(jinjamark.Environment()))
+    with pytest.raises(jinjamark.TemplateAssertionError, match="shout"):
+        without.from_string("{{ x | shout }}{% for i in y %}{{ i }}{% endfor %}")
 
 
 def test_builtins_are_not_in_the_pickle():
