@@ -537,3 +537,14 @@ def test_generated_requests_keep_every_word_as_input(request, which):
         assert w in text, f"{which}: {w!r} lost"
         at = text.index(w)
         assert all(flags[at:at + len(w)]), f"{which}: {w!r} not input"
+
+
+def test_typed_content_a_template_renders_in_a_macro_is_left_alone():
+    """vLLM's content format says 'string' for a template that loops over parts inside a macro
+    (Qwen3.5, Kimi K2, Mistral v3 tekken): its parts render, so string_content does not apply."""
+    source = ("{% macro text(c) %}{% if c is string %}{{ c }}{% else %}{% for p in c %}[{{ p.text }}]"
+              "{% endfor %}{% endif %}{% endmacro %}{% for m in messages %}{{ text(m.content) }};{% endfor %}")
+    assert jinjamark.analyze(source).content_format == "string"
+    messages = [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]
+    out, applied = chat(source).render(messages, polyfill=True, return_polyfills=True)
+    assert (out, applied) == ("[a][b];", [])
