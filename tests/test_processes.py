@@ -18,6 +18,8 @@ from datetime import datetime
 
 import jinja2
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import jinjamark
 import oracle
@@ -133,6 +135,34 @@ def test_a_worker_parses_a_template_once_however_often_it_is_unpickled():
         without.from_string("{{ x | shout }}{% for i in y %}{{ i }}{% endfor %}")
 
 
+BUILTIN_FILTERS = sorted(jinjamark.Environment().filters)
+BUILTIN_TESTS = sorted(jinjamark.Environment().tests)
+
+
+@settings(max_examples=40, deadline=None)
+@given(flags=st.tuples(st.booleans(), st.booleans(), st.booleans()),
+       removed=st.sets(st.sampled_from(BUILTIN_FILTERS), max_size=4),
+       removed_tests=st.sets(st.sampled_from(BUILTIN_TESTS), max_size=3),
+       added=st.dictionaries(st.sampled_from(BUILTIN_FILTERS + ["shout", "loud"]),
+                             st.sampled_from([shout, str.upper, len]), max_size=4),
+       extensions=st.sets(st.sampled_from(["do", "loopcontrols", "generation"])))
+def test_any_environment_comes_back_with_the_same_tables(flags, removed, removed_tests, added,
+                                                          extensions):
+    env = jinjamark.Environment(trim_blocks=flags[0], lstrip_blocks=flags[1],
+                                keep_trailing_newline=flags[2], extensions=sorted(extensions))
+    for name in removed:
+        del env.filters[name]
+    for name in removed_tests:
+        del env.tests[name]
+    env.filters.update(added)
+    again = pickle.loads(pickle.dumps(env))
+    for table in ("filters", "tests", "globals", "handlers", "operators"):
+        assert getattr(again, table) == getattr(env, table), table
+    assert again.options == env.options and again.extensions == env.extensions
+    source = "  {% if x %}\n{{ x }}\n  {% endif %}\n"
+    assert again.from_string(source).render(x=1) == env.from_string(source).render(x=1)
+
+
 def test_builtins_are_not_in_the_pickle():
     data = pickle.dumps(jinjamark.Environment())
     _, strings = globals_and_names(data)
@@ -213,10 +243,13 @@ def test_chat_template_from_pretrained_and_its_own_environment(tmp_path):
     own = jinjamark.ChatTemplate(CHATML, environment=jinjamark.chat_environment(trim_blocks=False))
     tools = fixture("08-tools-no-call")
     for chat in (loaded, own):
-        again = pickle.loads(pickle.dumps(chat))
-        assert again.special_tokens == chat.special_tokens and again.trusted_roles == chat.trusted_roles
-        for kwargs in ({}, {"tools": tools["tools"]}):
-            assert again.render_parts(tools["messages"], **kwargs) == chat.render_parts(tools["messages"], **kwargs)
+        for module in pickle_modules():
+            again = pickle.loads(module.dumps(chat))
+            assert again.special_tokens == chat.special_tokens
+            assert again.trusted_roles == chat.trusted_roles
+            for kwargs in ({}, {"tools": tools["tools"]}):  # the default template, then tool_use
+                assert again.render_parts(tools["messages"], **kwargs) == \
+                    chat.render_parts(tools["messages"], **kwargs)
     assert pickle.loads(pickle.dumps(own)).environment.trim_blocks is False
 
 
