@@ -131,30 +131,34 @@ class _Expansion:
         if key in self.path:  # a container inside itself: Python's comparison recurses too
             return self.most + 1
         items = _items(value)
-        self.meter.charge(len(items) * WALK)
-        kinds = set(map(type, items))  # in C: most containers hold only strings or numbers
-        if not any(issubclass(kind, _CONTAINERS) for kind in kinds):
-            if all(issubclass(kind, str) for kind in kinds):
-                chars = sum(map(len, items))
-            elif any(issubclass(kind, str) for kind in kinds):  # strings among numbers
-                self.meter.charge(len(value) * ITEM * 5)
-                chars = sum(len(item) for item in items if isinstance(item, str))
-            else:
-                chars = 0
-            total = len(items) + chars * (FIND / ITEM)
+        n = len(items)
+        self.meter.charge(n * WALK)
+        if n > 16 and not any(issubclass(kind, _CONTAINERS) for kind in set(map(type, items))):
+            total = n + _characters(items, self.meter) * (FIND / ITEM)  # flat: counted in C
         else:
             self.path.add(key)
-            total = float(len(items))
+            total = float(n)
             for item in items:
-                if isinstance(item, _CONTAINERS):
+                if isinstance(item, str):
+                    total += len(item) * (FIND / ITEM)
+                elif isinstance(item, _CONTAINERS):
                     total += self.of(item)
                     if total > self.most:
                         break
-                elif isinstance(item, str):
-                    total += len(item) * (FIND / ITEM)
             self.path.discard(key)
         self.known[key] = total
         return total
+
+
+def _characters(items: Any, current: Meter) -> int:
+    """The characters of the strings among `items` (a container without containers inside)."""
+    kinds = set(map(type, items))
+    if all(issubclass(kind, str) for kind in kinds):
+        return sum(map(len, items))
+    if not any(issubclass(kind, str) for kind in kinds):
+        return 0
+    current.charge(len(items) * ITEM * 5)  # strings among numbers: one by one, in Python
+    return sum(len(item) for item in items if isinstance(item, str))
 
 
 def _items(value: Any) -> Any:
@@ -221,15 +225,18 @@ _CHEAP = frozenset((int, float, bool, type(None)))
 _RESULTS = (str, list, tuple, dict)
 
 
-def metered(fn: Callable, cost: float, walk: Optional[int] = None) -> Callable:
-    """`fn` charging `cost` units per character or item of its arguments (the top level of each)
-    before it runs, with what comparing or hashing its arguments from position `walk` on walks
-    (list.index compares with every item: 0; dict.get hashes its key: 1), and then what it built,
-    per character or item of its result."""
+def metered(fn: Callable, cost: float, walk: Optional[int] = None, base: float = 0) -> Callable:
+    """`fn` charging `base` units a call and `cost` units per character or item of its arguments
+    (the top level of each) before it runs, with what comparing or hashing its arguments from
+    position `walk` on walks (list.index compares with every item: 0; dict.get hashes its key:
+    1), and then what it built, per character or item of its result. `base` is for builtins
+    whose every call costs microseconds whatever their input (wordwrap, urlize, groupby): the
+    common cheap ones have none, so that a template calling them for each pair of messages of a
+    long conversation is not refused."""
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         current = _meter.get() or meter()
-        current.charge(cost * arguments_size(args, kwargs))
+        current.charge(base + cost * arguments_size(args, kwargs))
         if walk is not None:
             current.charge(walked(*args[walk:], *kwargs.values()))
         result = fn(*args, **kwargs)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import abc, deque
 from typing import Any, Callable, Optional
 
-from .limits import check_width
+from .limits import check_size, check_width
 from . import marks, metering
 from .formatting import format_string
 from .markup import Markup, SafeMixed, _wrap
@@ -100,6 +100,9 @@ def _width_checked(name: str) -> Callable:
     def call(receiver: str, *args: Any, **kwargs: Any) -> Any:
         for width in (*args[:1], *kwargs.values()):
             check_width(width)
+        if name == "expandtabs" and isinstance(receiver, str):  # each tab may become `width`
+            widths = [w for w in (*args[:1], *kwargs.values()) if isinstance(w, int)] or [8]
+            check_size(len(receiver) + receiver.count("\t") * max(widths[0], 0))
         return same(receiver, *args, **kwargs)
     call.__name__ = name
     return call
@@ -198,17 +201,24 @@ def _meter_table(table: dict[str, Callable], default: float, costs: dict[str, fl
     """Each method charging its work before it runs (metering.py): `costs` per character or item
     of receiver and arguments, and what comparing or hashing the arguments from `walks` walks."""
     for name, fn in table.items():
-        table[name] = metering.metered(fn, costs.get(name, default), walks.get(name))
+        table[name] = metering.metered(fn, costs.get(name, default), walks.get(name),
+                                       _BASE.get(name, 0))
 
 
-_SCANNING = ("count", "find", "rfind", "index", "rindex", "startswith", "endswith", "strip",
-             "lstrip", "rstrip", "partition", "rpartition", "isalnum", "isalpha", "isascii",
-             "isdecimal", "isdigit", "isidentifier", "islower", "isnumeric", "isprintable",
-             "isspace", "istitle", "isupper", "removeprefix", "removesuffix")
-_STR_COSTS = {**dict.fromkeys(_SCANNING, metering.SCAN), "format": 0, "format_map": 0,
+_BASE = {"format": 5_000, "format_map": 5_000}  # units a call: the formatter is Python code
+
+
+_FINDING = ("find", "rfind", "index", "rindex", "startswith", "endswith", "partition",
+            "rpartition", "removeprefix", "removesuffix", "isascii")
+_SCANNING = ("count", "strip", "lstrip", "rstrip", "isalnum", "isalpha", "isdecimal", "isdigit",
+             "isidentifier", "islower", "isnumeric", "isprintable", "isspace", "istitle",
+             "isupper")
+_STR_COSTS = {**dict.fromkeys(_FINDING, metering.FIND), **dict.fromkeys(_SCANNING, metering.SCAN),
+              "format": 0, "format_map": 0,
               **dict.fromkeys(("split", "rsplit", "splitlines"), metering.SPLIT),
               **dict.fromkeys(("title", "capitalize", "swapcase", "casefold", "expandtabs",
-                               "translate"), metering.TEXT), "join": metering.ITEM}
+                               "translate"), metering.TEXT), "title": metering.TITLE,
+              "join": metering.ITEM}
 for _table_of_str in (STR_METHODS, MARKUP_METHODS):
     _meter_table(_table_of_str, metering.COPY, _STR_COSTS, {})
 _meter_table(LIST_METHODS, metering.ITEM, {}, {"index": 0, "count": 0})
