@@ -380,6 +380,8 @@ def expected_there(accepts: set, keyword: str, brackets: list[tuple[str, bool]])
         return "="
     if "NAME" in accepts and accepts <= {"NAME", "NOT", "RPAR"}:
         return "name"  # after `|` or `is`, in a macro's signature
+    if keyword == "from" and "NAME" in accepts and not accepts & {"_BC", "_LINE_END"}:
+        return "name"  # after a comma in `from x import a, `: a name (or the context)
     if brackets:
         bracket, follows_value = brackets[-1]
         if bracket == "{" and "COLON" in accepts:

@@ -196,7 +196,7 @@ class AstBuilder(Transformer_NonRecursive):
 
     def macro_stmt(self, meta, children):
         name, *params, body = children
-        return ast.Macro(meta_span(meta), str(name), check_params(params, meta), body)
+        return ast.Macro(meta_span(meta), str(name), check_params(params, meta, body), body)
 
     def param(self, meta, children):
         return ast.Parameter(str(children[0]), children[1] if len(children) > 1 else None)
@@ -204,7 +204,7 @@ class AstBuilder(Transformer_NonRecursive):
     def call_stmt(self, meta, children):
         params: tuple = ()
         if isinstance(children[0], list):
-            params = check_params(children.pop(0), meta)
+            params = check_params(children.pop(0), meta, children[-1])
         call, body = children
         return ast.CallBlock(meta_span(meta), call, params, body)
 
@@ -455,7 +455,11 @@ class AstBuilder(Transformer_NonRecursive):
         return (children[0], children[1])
 
 
-def check_params(params: list, meta: Any) -> tuple:
+def check_params(params: list, meta: Any, body: tuple = ()) -> tuple:
+    if any(p.name == "caller" and p.default is None for p in params) and _reads_caller(body):
+        raise TemplateAssertionError('When defining macros or call blocks the special "caller" '
+                                     "argument must be omitted or be given a default.",
+                                     lineno=meta.line, column=meta.column)
     seen_default = False
     names = [p.name for p in params]
     for name in names:
@@ -469,6 +473,18 @@ def check_params(params: list, meta: Any) -> tuple:
             raise TemplateSyntaxError("non-default argument follows default argument",
                                       lineno=meta.line, column=meta.column)
     return tuple(params)
+
+
+def _reads_caller(body: tuple) -> bool:
+    """Whether `caller` is read in `body`, outside blocks (where Jinja2 does not look)."""
+    stack = list(ast.nodes_in(body))
+    while stack:
+        node = stack.pop()
+        if type(node) is ast.Name and node.name == "caller":
+            return True
+        if type(node) is not ast.Block:
+            stack.extend(ast.children(node))
+    return False
 
 
 def builder_class(extra_rules: dict[str, Callable]) -> type:

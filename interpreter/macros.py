@@ -25,13 +25,15 @@ def make_macro(ev: Any, node: ast.Macro | ast.CallBlock, name: str | None,
 
 
 def _macro_facts(params: tuple, body: tuple) -> tuple[bool, bool, bool, bool]:
-    """Whether the body reads `kwargs`, `varargs`, `caller`, and whether a default reads the
-    name of a parameter (see bind_arguments)."""
+    """Whether the body reads `kwargs`, `varargs` (unless they are parameters: then they are
+    ordinary ones, as in Jinja2), `caller`, and whether a default reads the name of a
+    parameter (see bind_arguments)."""
     used = {n.name for stmt in body for n in ast.walk(stmt) if type(n) is ast.Name}
     names = {p.name for p in params}
     read = {n.name for p in params if p.default is not None
             for n in ast.walk(p.default) if type(n) is ast.Name}
-    return "kwargs" in used, "varargs" in used, "caller" in used, bool(names & read)
+    return ("kwargs" in used and "kwargs" not in names, "varargs" in used and "varargs" not in names,
+            "caller" in used, bool(names & read))
 
 
 def _macro_invoker(ev: Any, body: tuple, closure: Scope, ordered: bool,
@@ -71,9 +73,12 @@ def bind_arguments(ev: Any, macro: Macro, args: tuple, kwargs: dict, scope: Scop
             missing.append(param)
             if ordered:  # declared, unassigned: undefined to a default that reads it
                 scope.vars[param.name] = MISSING
-    if macro.caller:
+    if macro.caller:  # a `caller` parameter got the call block's above, or gets its default
         caller = kwargs.pop("caller", None)
-        scope.vars["caller"] = caller if caller is not None else ev.undefined("No caller defined", name="caller")
+        if caller is not None:
+            scope.vars["caller"] = caller
+        elif "caller" not in scope.vars:
+            scope.vars["caller"] = ev.undefined("No caller defined", name="caller")
     if macro.catch_kwargs:
         scope.vars["kwargs"] = kwargs
     elif kwargs:

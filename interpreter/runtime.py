@@ -19,7 +19,7 @@ class Namespace:
 
     jinja_type_name = "Namespace"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, /, *args: Any, **kwargs: Any) -> None:  # namespace(self=...) too
         self.attrs: dict[str, Any] = dict(*args, **kwargs)
 
     def jinja_attribute(self, name: str) -> Any:
@@ -172,7 +172,7 @@ class Macro:
         self.catch_varargs = catch_varargs
         self.caller = caller
 
-    def __call__(self, *args: Any, **kwargs: Any) -> str:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> str:
         return self.invoke(self, args, kwargs)
 
     def jinja_attribute(self, name: str) -> Any:
@@ -326,7 +326,7 @@ class Function:
         self.name = name
         self.fn = fn
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
 
     def jinja_attribute(self, name: str) -> Any:
@@ -357,7 +357,7 @@ class Method:
         self.name = name
         self.fn = fn
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         return self.fn(self.receiver, *args, **kwargs)
 
     def jinja_attribute(self, name: str) -> Any:

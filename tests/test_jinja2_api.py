@@ -523,3 +523,69 @@ def test_compile_expression_keeps_undefined_when_asked():
 @pytest.mark.parametrize("expression", ["1 }} x {{ 2", "{% if %}", "a.b"])
 def test_compile_expression_errors(expression):
     same_error(lambda s: s.Environment().compile_expression(expression)())
+
+
+# ---------------------------------------------------------------------------- behaviour (issue 14)
+
+LIBRARY = {"lib": "{% macro m() %}M{{ x }}{% endmacro %}{% macro n() %}N{% endmacro %}"}
+
+
+@pytest.mark.parametrize("source", [
+    "{% from 'lib' import m, with context %}{{ m() }}",
+    "{% from 'lib' import m as k, n, without context %}{{ k() }}{{ n() }}",
+    "{% from 'lib' import m with context %}{{ m() }}",
+    "{% from 'lib' import m, n, with context %}{{ m() }}{{ n() }}",
+    "{% from 'lib' import m, context %}{{ context is defined }}",
+])
+def test_from_import_with_a_comma_before_the_context(source):
+    same(lambda s: s.Environment(loader=s.DictLoader(LIBRARY)).from_string(source).render(x=1))
+
+
+@pytest.mark.parametrize("source", ["{% from 'lib' import m, %}", "{% from 'lib' import m,, %}",
+                                    "{% from 'lib' import m,, with context %}",
+                                    "{% from 'lib' import %}"])
+def test_from_import_refusals(source):
+    assert same_error(lambda s: s.Environment(loader=s.DictLoader(LIBRARY)).from_string(source)
+                      )[0] == "TemplateSyntaxError"
+
+
+@pytest.mark.parametrize("source", [
+    "{% set ns = namespace(self=1, a=2) %}{{ ns.self }}{{ ns.a }}",
+    "{% set ns = namespace(a=1) %}{% set ns.a, ns.b = 1, 2 %}{{ ns.a }}{{ ns.b }}",
+    "{% set ns = namespace() %}{% set x, ns.a = [1, 2] %}{{ ns.a }}{{ x }}",
+    "{% set ns = namespace() %}{% for i in range(3) %}{% set ns.a, ns.b = i, ns.a %}{% endfor %}"
+    "{{ ns.a }}{{ ns.b }}",
+])
+def test_namespace_assignments(source):
+    same(lambda s: s.Environment().from_string(source).render())
+
+
+@pytest.mark.parametrize("source", ["{% set x = 1 %}{% set ns.a, x.b = 1, 2 %}",
+                                    "{% set ns.a, y.b = 1, 2 %}"])
+def test_namespace_assignment_to_something_else(source):
+    assert same_error(lambda s: s.Environment().from_string(source).render())[0] \
+        == "TemplateRuntimeError"
+
+
+@pytest.mark.parametrize("source", [
+    "{% macro x(caller=none) %}[{{ caller() }}]{% endmacro %}{% call x() %}hi{% endcall %}",
+    "{% macro x(caller=none) %}[{{ caller() if caller else 'no' }}]{% endmacro %}{{ x() }}"
+    "{{ x.caller }}",
+    "{% macro x(a, caller) %}{% endmacro %}{{ x(1) }}",
+    "{% macro x(a, caller) %}{% block b %}{{ caller }}{% endblock %}{% endmacro %}",
+    "{% macro x(varargs) %}{{ varargs }}{% endmacro %}{{ x(1) }}{{ x.catch_varargs }}",
+    "{% macro x(kwargs) %}{{ kwargs }}{% endmacro %}{{ x(1) }}{{ x.catch_kwargs }}",
+    "{% macro x() %}{{ caller() }}{% endmacro %}{% call x() %}ok{% endcall %}{{ x.caller }}",
+])
+def test_macro_special_parameters(source):
+    same(lambda s: s.Environment().from_string(source).render())
+
+
+@pytest.mark.parametrize("source", [
+    "{% macro x(caller) %}{{ caller() }}{% endmacro %}",
+    "{% call(caller) x() %}{{ caller }}{% endcall %}",
+])
+def test_a_caller_parameter_the_body_reads_needs_a_default(source):
+    assert same_error(lambda s: s.Environment().from_string(source)) == (
+        "TemplateAssertionError", 'When defining macros or call blocks the special "caller" '
+                                  "argument must be omitted or be given a default.")
