@@ -23,10 +23,14 @@ becomes a system message, which the system polyfill then folds into a user turn)
   results alike) for a template that refuses others (Mistral's).
 - `tool_response_names`: a tool result without `name` gets the name of the call it answers, for
   a template that refuses it without one.
-- `tool_calls`: tool calls the template does not render (or the extra calls of a message, for a
-  template that renders one call per message) written as JSON lines in the assistant content.
+- `tool_calls`: tool calls the template does not render (or, for a template that renders one
+  call per message, every call of a message with several) written as JSON lines in the content.
 - `tool_responses`: `tool` messages become `user` messages (consecutive ones joined); also the
-  results of calls that the `tool_calls` polyfill wrote into the content.
+  results of calls the `tool_calls` polyfill wrote into the content, where the template refuses
+  a result that follows no call.
+
+Use: `ChatTemplate.render(..., polyfill=True, return_polyfills=True)` gives the text and the
+`Polyfill`s applied; `ChatTemplate.polyfills_for(conversation, tools)` only says which would.
 - `tools`: the tool list, for a template that never prints it, as a system message listing the
   tools as JSON, with an example call rendered by the template itself when it can render one.
 - `system_role`: system messages merged into the next user message (newline-separated).
