@@ -130,11 +130,16 @@ _OWN_CALLABLES = frozenset({Method, Function, LoopContext, Joiner, BlockReferenc
 def eval_call(ev, node: ast.Call, scope):
     func = ev.eval(node.func, scope)
     args, kwargs = evaluate_arguments(ev, node.arguments, scope)
-    if type(func) not in _OWN_CALLABLES and type(func) is not Macro and callable(func):
-        result = call_passing(func, ev, scope, args, kwargs)  # pass_context and the like
-        if result is not NOTHING:
-            return result
-    return call_value(func, args, kwargs, ev.autoescape)
+    try:
+        if (type(func) not in _OWN_CALLABLES and type(func) is not Macro and callable(func)
+                and not isinstance(func, Undefined)):
+            result = call_passing(func, ev, scope, args, kwargs)  # pass_context and the like
+            if result is not NOTHING:
+                return result
+        return call_value(func, args, kwargs, ev.autoescape)
+    except StopIteration:  # as Jinja2's Context.call: it would end a generator around the call
+        return ev.undefined("value was undefined because a callable raised a StopIteration "
+                            "exception")
 
 
 def eval_filter(ev, node: ast.Filter, scope):

@@ -9,7 +9,9 @@ from typing import Any, NoReturn
 
 from .errors import UndefinedError
 
-MISSING: Any = type("Missing", (), {"__repr__": lambda self: "missing"})()
+# one object; pickled as a reference to this module's MISSING, so undefined values pickle too
+MISSING: Any = type("Missing", (), {"__repr__": lambda self: "missing",
+                                    "__reduce__": lambda self: "MISSING"})()
 
 
 def type_name(obj: Any) -> str:
@@ -53,6 +55,13 @@ class Undefined:
         """`undefined.name` in a template."""
         self.fail()
 
+    def __getattr__(self, name: str) -> Any:
+        """`getattr(undefined, name)` from Python fails as in a template (Jinja2's), but for
+        Python's own double-underscore names, which `hasattr` and copying ask for."""
+        if name[:2] == "__":
+            raise AttributeError(name)
+        return self.attribute(name)
+
     def __eq__(self, other: Any) -> bool:
         return type(self) is type(other)
 
@@ -84,6 +93,11 @@ class ChainableUndefined(Undefined):
     __slots__ = ()
 
     def attribute(self, name: str) -> Any:
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        if name[:2] == "__":
+            raise AttributeError(name)
         return self
 
     def __getitem__(self, key: Any) -> Any:

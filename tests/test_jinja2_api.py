@@ -589,3 +589,46 @@ def test_a_caller_parameter_the_body_reads_needs_a_default(source):
     assert same_error(lambda s: s.Environment().from_string(source)) == (
         "TemplateAssertionError", 'When defining macros or call blocks the special "caller" '
                                   "argument must be omitted or be given a default.")
+
+
+@pytest.mark.parametrize("source", ["a{{ stop() }}b", "{% for i in [1, 2] %}{{ stop() }}{% endfor %}x",
+                                    "{{ stop() is defined }}", "{{ stop()|default('d') }}"])
+def test_a_callable_raising_stop_iteration_gives_undefined(source):
+    def stop():
+        raise StopIteration
+
+    def program(s):
+        env = s.Environment()
+        env.globals["stop"] = stop
+        return env.from_string(source).render()
+    same(program)
+
+
+def test_using_the_undefined_of_a_stop_iteration_fails():
+    def stop():
+        raise StopIteration
+
+    def program(s):
+        env = s.Environment()
+        env.globals["stop"] = stop
+        return env.from_string("{{ stop() + 1 }}").render()
+    assert same_error(program) == ("UndefinedError", "value was undefined because a callable "
+                                                     "raised a StopIteration exception")
+
+
+@pytest.mark.parametrize("kind", ["Undefined", "StrictUndefined", "ChainableUndefined",
+                                  "DebugUndefined"])
+def test_undefined_attributes_from_python(kind):
+    import copy
+    import pickle
+
+    def program(s):
+        undefined = getattr(s, kind)(name="x")
+        try:
+            got = str(getattr(undefined, "foo", "default"))
+        except s.error as e:
+            got = type(e).__name__
+        again = pickle.loads(pickle.dumps(undefined))
+        return (got, hasattr(undefined, "__html__"), type(copy.copy(undefined)).__name__,
+                type(again).__name__)
+    same(program)
