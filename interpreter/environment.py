@@ -202,7 +202,7 @@ class Environment(TemplateLoading):
                     if op not in COMPARE and op not in self.operators:
                         self._refuse(f"no operator {op!r}: a rule builds it, but no enabled "
                                      "extension defines it", node, name, source)
-            if kind is ast.Logical and self._short_circuits(node):
+            if kind is ast.Logical and self._refuses(node.right) and self._short_circuits(node):
                 continue  # `none and x`: Jinja2 folds the constant away and never compiles x
             inner = frame_fields(kind)  # run in a new frame: no longer "soft" there
             soft = soft or kind is ast.If or kind is ast.CondExpr
@@ -210,6 +210,12 @@ class Environment(TemplateLoading):
                 if field != "span":
                     value = getattr(node, field)
                     stack.extend((child, soft and field not in inner) for child in ast.nodes_in(value))
+
+    def _refuses(self, node: ast.Node) -> bool:
+        """Whether `node` names a filter or test the environment does not have: only then does
+        the constant before it need evaluating now (a host filter there would run twice)."""
+        return any((type(n) is ast.Filter and n.name not in self.filters)
+                   or (type(n) is ast.Test and n.name not in self.tests) for n in ast.walk(node))
 
     def _short_circuits(self, node: ast.Logical) -> bool:
         """Whether the left operand is a constant (as Jinja2's optimizer folds constants, filters

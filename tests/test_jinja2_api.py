@@ -632,3 +632,22 @@ def test_undefined_attributes_from_python(kind):
         return (got, hasattr(undefined, "__html__"), type(copy.copy(undefined)).__name__,
                 type(again).__name__)
     same(program)
+
+
+def test_a_host_filter_in_a_constant_operand_runs_once_per_render():
+    """Regression (issue 14): the compile-time check evaluated `1|f` to see whether `and`
+    short-circuits, and the render evaluated it again. Now only a right operand that would be
+    refused (an unknown filter) makes the check evaluate the constant."""
+    calls: list = []
+    env = jinjamark.Environment()
+    env.filters["f"] = lambda v: calls.append(v) or v
+    template = env.from_string("{{ 1|f and x }}|{{ 0|f or 'y' }}")
+    assert calls == []
+    assert template.render(x=2) == jinja2.Environment(
+        ).from_string("{{ 1 and x }}|{{ 0 or 'y' }}").render(x=2)
+    assert calls == [1, 0]
+
+
+def test_a_constant_still_hides_an_unknown_filter_it_short_circuits():
+    same(lambda s: s.Environment().from_string("{{ none and x|nosuch }}{{ 1 or y is nosuch }}")
+         .render())
