@@ -147,7 +147,7 @@ def load(ev: Any, value: Any, select: bool = False) -> Any:
 def render_block(chain: Chain, name: str, index: int, outer: Scope, target: list) -> None:
     """Write the `index`-th definition of block `name` (0: the most derived) into `target`."""
     block, owner = chain.blocks[name][index]
-    names = {"super": _super(chain, name, index)}
+    names = {"super": _super(chain, name, index, outer)}
     saved, owner.out = owner.out, target
     owner.budget.enter()
     try:  # a block is compiled at its template's top level: that template's autoescaping
@@ -158,19 +158,25 @@ def render_block(chain: Chain, name: str, index: int, outer: Scope, target: list
         owner.budget.leave()
 
 
-def block_reference(chain: Chain, name: str, index: int) -> BlockReference:
+def block_reference(chain: Chain, name: str, index: int, outer: Optional[Scope] = None
+                    ) -> BlockReference:
+    """The `index`-th definition of block `name`, rendered in `outer` (by default the top
+    level; `super()` in a scoped block passes the block's scope, loop variables included)."""
+    where = chain.top if outer is None else outer
+
     def render() -> str:
         out: list = []
-        render_block(chain, name, index, chain.top, out)
+        render_block(chain, name, index, where, out)
         text = concat(out)
         return _wrap(text) if chain.blocks[name][index][1].default_autoescape else text
-    return BlockReference(name, render, lambda: _super(chain, name, index))
+    return BlockReference(name, render, lambda: _super(chain, name, index, where))
 
 
-def _super(chain: Chain, name: str, index: int) -> Any:
-    """What `super` is in the `index`-th definition of a block: the next one up, or undefined."""
+def _super(chain: Chain, name: str, index: int, outer: Optional[Scope] = None) -> Any:
+    """What `super` is in the `index`-th definition of a block: the next one up (rendered in
+    the same scope as this one, as Jinja2 passes the block's context), or undefined."""
     if index + 1 < len(chain.blocks[name]):
-        return block_reference(chain, name, index + 1)
+        return block_reference(chain, name, index + 1, outer)
     return chain.undefined(f"there is no parent block called {name!r}.", name="super")
 
 

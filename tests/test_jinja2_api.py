@@ -651,3 +651,18 @@ def test_a_host_filter_in_a_constant_operand_runs_once_per_render():
 def test_a_constant_still_hides_an_unknown_filter_it_short_circuits():
     same(lambda s: s.Environment().from_string("{{ none and x|nosuch }}{{ 1 or y is nosuch }}")
          .render())
+
+
+SCOPED = {"base": "{% for item in seq %}[{% block b scoped %}{{ item }}{% endblock %}]{% endfor %}"
+                  "{% block c %}C{% endblock %}",
+          "child": "{% extends 'base' %}{% block b scoped %}<{{ super() }}|{{ item }}>{% endblock %}"
+                   "{% block c %}{{ super() }}{{ self.b() }}{% endblock %}",
+          "grandchild": "{% extends 'child' %}{% block b scoped %}({{ super() }}){% endblock %}",
+          "unscoped": "{% for item in seq %}{% block b %}{{ item }}{% endblock %}{% endfor %}",
+          "unscoped_child": "{% extends 'unscoped' %}{% block b %}<{{ super() }}>{% endblock %}"}
+
+
+@pytest.mark.parametrize("name", ["child", "grandchild", "unscoped_child"])
+def test_super_in_a_scoped_block_sees_the_loop(name):
+    same(lambda s: s.Environment(loader=s.DictLoader(SCOPED)).get_template(name)
+         .render(seq=[1, 2], item="top"))
