@@ -37,8 +37,10 @@ def verdict(engine, source: str, context: dict = None, render: bool = False, **o
 
 
 def assert_jinja2_verdict(source: str, context: dict = None, render: bool = False, **options):
-    assert verdict(jinjamark, source, context, render, **options) == \
-        verdict(jinja2, source, context, render, **options), source
+    theirs = verdict(jinja2, source, context, render, **options)
+    if theirs[0] == "ok":  # a bound method prints without its address (COMPATIBILITY.md, Output)
+        theirs = ("ok", re.sub(r" at 0x[0-9a-f]+>", ">", theirs[1]))
+    assert verdict(jinjamark, source, context, render, **options) == theirs, source
 
 
 # ---------------------------------------------------------------------------- 1. loop controls
