@@ -12,16 +12,16 @@ from .hostcalls import host_result
 from .loaders import TemplateLoading, keep
 from .grammar.delimiters import Delimiters
 from .grammar.whitespace import Options
-from .errors import TemplateAssertionError, TemplateError, TemplateRuntimeError, TemplateTooLarge
+from .errors import TemplateError, TemplateRuntimeError, TemplateTooLarge
 from .autoescape import initial as initial_autoescape, set_autoescape
 from .composition import GUARDED, TOPLEVEL_BLOCKS, analyse, composes, run_template
 from .evaluator import CORE_HANDLERS, DECLARED, Evaluator, LoopSignal
-from .expressions import BINARY, COMPARE
+from .expressions import BINARY
 from .ext import Extension, install, parser_for, resolve
-from . import limits, template_api, tracking
+from . import compile_checks, limits, template_api, tracking
 from .limits import DEFAULT_LIMITS, Limits
 from .output import Part, to_parts
-from .scope import Scope, declarations, frame_fields
+from .scope import Scope, declarations
 from .runtime import TemplateModule
 from .undefined import Undefined
 from .environment_tools import RenderContext, pass_arg_of
@@ -141,7 +141,7 @@ class Environment(TemplateLoading):
                                    f"{self.limits.max_template_size}", name=name, lineno=1,
                                    column=1, source=source)
         tree = self._parser.parse(source, name, self.options, self.limits.max_nesting)
-        self._check(tree, name, source)
+        compile_checks.check(self, tree, name, source)
         for ext in self.extensions:
             if ext.validate is not None:
                 try:
@@ -176,62 +176,6 @@ class Environment(TemplateLoading):
                            ) -> template_api.TemplateExpression:
         """`source` as one expression, a callable of the variables that returns its value."""
         return template_api.compile_expression(self, source, undefined_to_none)
-
-    def _check(self, tree: ast.Template, name: Optional[str], source: str) -> None:
-        """What Jinja2 refuses at compile time: unknown filters and tests, unhandled nodes.
-
-        As in Jinja2, an unknown filter or test inside an `if` or an inline `if` (and not in a
-        loop, macro or block nested there) is only an error if it is reached at render time.
-        """
-        stack: list[tuple[Any, bool]] = [(tree, False)]
-        while stack:
-            node, soft = stack.pop()
-            kind = type(node)
-            if kind is ast.Filter and node.name not in self.filters and not soft:
-                self._refuse(f"No filter named {node.name!r}.", node, name, source)
-            elif kind is ast.Test and node.name not in self.tests and not soft:
-                self._refuse(f"No test named {node.name!r}.", node, name, source)
-            elif isinstance(node, ast.Stmt | ast.Expr) and kind not in self.handlers:
-                self._refuse(f"no handler for {kind.__name__} nodes: a rule builds them, but no "
-                             "enabled extension has a handler for them", node, name, source)
-            elif kind is ast.Binary and node.op not in self.operators:
-                self._refuse(f"no operator {node.op!r}: a rule builds it, but no enabled "
-                             "extension defines it", node, name, source)
-            elif kind is ast.Compare:
-                for op, _ in node.ops:
-                    if op not in COMPARE and op not in self.operators:
-                        self._refuse(f"no operator {op!r}: a rule builds it, but no enabled "
-                                     "extension defines it", node, name, source)
-            if kind is ast.Logical and self._refuses(node.right) and self._short_circuits(node):
-                continue  # `none and x`: Jinja2 folds the constant away and never compiles x
-            inner = frame_fields(kind)  # run in a new frame: no longer "soft" there
-            soft = soft or kind is ast.If or kind is ast.CondExpr
-            for field in getattr(kind, "__dataclass_fields__", ()):
-                if field != "span":
-                    value = getattr(node, field)
-                    stack.extend((child, soft and field not in inner) for child in ast.nodes_in(value))
-
-    def _refuses(self, node: ast.Node) -> bool:
-        """Whether `node` names a filter or test the environment does not have: only then does
-        the constant before it need evaluating now (a host filter there would run twice)."""
-        return any((type(n) is ast.Filter and n.name not in self.filters)
-                   or (type(n) is ast.Test and n.name not in self.tests) for n in ast.walk(node))
-
-    def _short_circuits(self, node: ast.Logical) -> bool:
-        """Whether the left operand is a constant (as Jinja2's optimizer folds constants, filters
-        and tests included) that decides the `and`/`or` without the right operand."""
-        if not _foldable(node.left, self.filters, self.tests):
-            return False
-        try:
-            value = Evaluator(self, self.handlers, None, "").eval(node.left, Scope())
-        except Exception:  # noqa: BLE001 - a failing constant is not folded by Jinja2 either
-            return False
-        return bool(value) == (node.op == "or")
-
-    @staticmethod
-    def _refuse(message: str, node: ast.Node, name: Optional[str], source: str) -> None:
-        raise TemplateAssertionError(message, name=name, lineno=node.span.line,
-                                     column=node.span.column, source=source)
 
     # ------------------------------------------------------------------ used by filters
     def getattr(self, obj: Any, name: str) -> Any:
@@ -272,28 +216,6 @@ class Environment(TemplateLoading):
         if passed in ("context", "eval_context"):
             return fn(eval_ctx or RenderContext(self), value, *args, **(kwargs or {}))
         return fn(value, *args, **(kwargs or {}))
-
-
-def _foldable(node: Any, filters: dict, tests: dict) -> bool:
-    """Whether every part of an expression is constant for Jinja2's optimizer."""
-    for part in ast.walk(node):
-        kind = type(part)
-        if kind is ast.Filter:
-            fn = filters.get(part.name)
-            passed = getattr(getattr(fn, "jinja_pass_arg", None), "name", getattr(fn, "jinja_pass_arg", None))
-            if fn is None or passed == "context" or part.value is None:
-                return False
-        elif kind is ast.Test:
-            if part.name not in tests:
-                return False
-        elif kind not in _FOLDABLE:
-            return False
-    return True
-
-
-_FOLDABLE = {ast.Const, ast.ListLiteral, ast.TupleLiteral, ast.DictLiteral, ast.Binary, ast.Unary,
-             ast.Logical, ast.Concat, ast.Compare, ast.CondExpr, ast.GetAttr, ast.GetItem, ast.Slice,
-             ast.Arguments}
 
 
 def _names_read(tree: ast.Template, opaque: frozenset) -> Optional[frozenset[str]]:
