@@ -295,6 +295,11 @@ class Template:
         self.uptodate = None
 
     @property
+    def is_up_to_date(self) -> bool:
+        """Whether the loader's source is still the one this template was compiled from."""
+        return self.uptodate is None or bool(self.uptodate())
+
+    @property
     def globals(self) -> ChainMap:
         """The names every render sees: the template's own, then the environment's."""
         return ChainMap(self.own_globals, self.environment.globals)

@@ -666,3 +666,13 @@ SCOPED = {"base": "{% for item in seq %}[{% block b scoped %}{{ item }}{% endblo
 def test_super_in_a_scoped_block_sees_the_loop(name):
     same(lambda s: s.Environment(loader=s.DictLoader(SCOPED)).get_template(name)
          .render(seq=[1, 2], item="top"))
+
+
+def test_is_up_to_date_follows_the_loader():
+    def program(s):
+        sources = {"a": "one"}
+        template = s.Environment(loader=s.DictLoader(sources)).get_template("a")
+        before = template.is_up_to_date
+        sources["a"] = "two"
+        return before, template.is_up_to_date, s.Environment().from_string("x").is_up_to_date
+    assert same(program) == (True, False, True)
