@@ -279,6 +279,9 @@ class AstBuilder(Transformer_NonRecursive):
         return ast.FromImport(meta_span(meta), template, tuple(n[1:] for n in names),
                               _context_mode(rest, False))
 
+    def import_keyword(self, meta, children):
+        return children[0]  # the keyword's token: a name here
+
     def import_name(self, meta, children):
         name = children[0]
         if name.startswith("_"):

@@ -527,7 +527,8 @@ def test_compile_expression_errors(expression):
 
 # ---------------------------------------------------------------------------- behaviour (issue 14)
 
-LIBRARY = {"lib": "{% macro m() %}M{{ x }}{% endmacro %}{% macro n() %}N{% endmacro %}"}
+LIBRARY = {"lib": "{% macro m() %}M{{ x }}{% endmacro %}{% macro n() %}N{% endmacro %}"
+                  "{% set with = 'W' %}"}
 
 
 @pytest.mark.parametrize("source", [
@@ -536,6 +537,9 @@ LIBRARY = {"lib": "{% macro m() %}M{{ x }}{% endmacro %}{% macro n() %}N{% endma
     "{% from 'lib' import m with context %}{{ m() }}",
     "{% from 'lib' import m, n, with context %}{{ m() }}{{ n() }}",
     "{% from 'lib' import m, context %}{{ context is defined }}",
+    "{% from 'lib' import m, with, context %}{{ m() }}{{ with }}{{ context is defined }}",
+    "{% from 'lib' import m, with %}{{ with }}",
+    "{% from 'lib' import with as w, m without context %}{{ w }}{{ m() }}",
 ])
 def test_from_import_with_a_comma_before_the_context(source):
     same(lambda s: s.Environment(loader=s.DictLoader(LIBRARY)).from_string(source).render(x=1))
