@@ -3,8 +3,10 @@ first when a template calls it, as Jinja2 passes it: the render's `Context`, the
 or the evaluation context (`RenderContext`).
 
 Jinja2's context holds the template's top-level names (the render's variables, the globals and
-what the template's top level set), never a loop's or a macro's own names; so does ours. A
-callable object whose `__call__` is marked is treated as marked, as in Jinja2.
+what the template's top level set) and, inside a loop or a block, the names `set` there; never a
+loop's target or a macro's parameters. Ours shows the same: below the top level, only names the
+template assigns with `set` (`ASSIGNED` in the template's memo). A callable object whose
+`__call__` is marked is treated as marked, as in Jinja2.
 """
 from __future__ import annotations
 
@@ -16,19 +18,59 @@ from .hostcalls import host_result
 from .metering import charge_walk
 from .runtime import Function
 from .scope import Scope
+from .grammar import ast
 from .undefined import MISSING
+
+ASSIGNED = "names assigned by set"  # key of the template's memo: a frozenset of names
+
+
+def assigned_names(tree: ast.Template) -> frozenset[str]:
+    """The names a `set` or block `set` of the template assigns, but for those that are also
+    a loop's target, a `with` name or a parameter somewhere (which the context never shows)."""
+    assigned, bound = set(), set()
+    for node in ast.walk(tree):
+        kind = type(node)
+        if kind is ast.Assign or kind is ast.AssignBlock:
+            assigned.update(_names(node.target))
+        elif kind is ast.For:
+            bound.update(_names(node.target))
+        elif kind is ast.With:
+            bound.update(name for target, _ in node.targets for name in _names(target))
+        elif kind is ast.Parameter:
+            bound.add(node.name)
+    return frozenset(assigned - bound)
+
+
+def _names(target: Any) -> Iterator[str]:
+    return (n.name for n in ast.walk(target) if type(n) is ast.NameTarget)
 
 
 class Context:
     """The variables a template's top level sees, read only (Jinja2's `Context` API)."""
 
-    __slots__ = ("_ev", "_top")
+    __slots__ = ("_ev", "_top", "_inner")
 
     def __init__(self, ev: Any, scope: Scope) -> None:
         self._ev = ev
         chain = ev.chain
         top = chain.top if chain is not None else getattr(ev, "top", None)
         self._top: Scope = top if top is not None else scope
+        # the frames between the call and the top level, nearest first, keeping only what
+        # `set` assigned there (Jinja2's loop and block variables)
+        assigned = ev.memo.get(ASSIGNED, frozenset())
+        inner, current = [], scope
+        while current is not None and current is not self._top:
+            found = {k: v for k, v in current.vars.items() if k in assigned and v is not MISSING}
+            if found:
+                inner.append(found)
+            current = current.parent
+        self._inner = inner if current is self._top else []
+
+    def _lookup(self, key: str) -> Any:
+        for frame in self._inner:
+            if key in frame:
+                return frame[key]
+        return self._top.lookup(key)
 
     @property
     def environment(self) -> Any:
@@ -47,25 +89,25 @@ class Context:
         return self._ev.eval_ctx or RenderContext(self._ev.env, self._ev.autoescape)
 
     def resolve_or_missing(self, key: str) -> Any:
-        return self._top.lookup(key)
+        return self._lookup(key)
 
     def resolve(self, key: str) -> Any:
         """The value of `key`, or an undefined of the environment's kind."""
-        value = self._top.lookup(key)
+        value = self._lookup(key)
         return self._ev.undefined(name=key) if value is MISSING else value
 
     def get(self, key: str, default: Any = None) -> Any:
-        value = self._top.lookup(key)
+        value = self._lookup(key)
         return default if value is MISSING else value
 
     def __getitem__(self, key: str) -> Any:
-        value = self._top.lookup(key)
+        value = self._lookup(key)
         if value is MISSING:
             raise KeyError(key)
         return value
 
     def __contains__(self, key: str) -> bool:
-        return self._top.lookup(key) is not MISSING
+        return self._lookup(key) is not MISSING
 
     def get_all(self) -> dict[str, Any]:
         """Every name the top level sees, the nearest definition of each."""
@@ -75,6 +117,8 @@ class Context:
             scope = scope.parent
         merged: dict[str, Any] = {}
         for frame in reversed(frames):
+            merged.update(frame)
+        for frame in reversed(self._inner):
             merged.update(frame)
         return {k: v for k, v in merged.items() if v is not MISSING}
 

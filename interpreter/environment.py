@@ -14,6 +14,7 @@ from .grammar.delimiters import Delimiters
 from .grammar.whitespace import Options
 from .errors import TemplateError, TemplateRuntimeError, TemplateTooLarge
 from .autoescape import initial as initial_autoescape, set_autoescape
+from .contexts import ASSIGNED, assigned_names
 from .composition import GUARDED, TOPLEVEL_BLOCKS, analyse, composes, run_template
 from .evaluator import CORE_HANDLERS, DECLARED, Evaluator, LoopSignal
 from .expressions import BINARY
@@ -260,7 +261,7 @@ class Template:
         try:  # which frame owns which name, and the blocks, found once, as Jinja2's compiler does
             template.blocks, toplevel, guarded = analyse(tree)
             template.memo = {DECLARED: declarations(tree.body), TOPLEVEL_BLOCKS: toplevel,
-                             GUARDED: guarded}
+                             GUARDED: guarded, ASSIGNED: assigned_names(tree)}
         except TemplateError as e:  # what Jinja2 cannot compile
             e.locate(e.lineno or 1, e.column or 1, name, source)
             raise

@@ -73,12 +73,9 @@ def bind_arguments(ev: Any, macro: Macro, args: tuple, kwargs: dict, scope: Scop
             missing.append(param)
             if ordered:  # declared, unassigned: undefined to a default that reads it
                 scope.vars[param.name] = MISSING
-    if macro.caller:  # a `caller` parameter got the call block's above, or gets its default
+    if macro.caller and "caller" not in macro.arguments:  # a parameter is bound as any other
         caller = kwargs.pop("caller", None)
-        if caller is not None:
-            scope.vars["caller"] = caller
-        elif "caller" not in scope.vars:
-            scope.vars["caller"] = ev.undefined("No caller defined", name="caller")
+        scope.vars["caller"] = caller if caller is not None else ev.undefined("No caller defined", name="caller")
     if macro.catch_kwargs:
         scope.vars["kwargs"] = kwargs
     elif kwargs:

@@ -680,3 +680,31 @@ def test_is_up_to_date_follows_the_loader():
         sources["a"] = "two"
         return before, template.is_up_to_date, s.Environment().from_string("x").is_up_to_date
     assert same(program) == (True, False, True)
+
+
+def test_an_explicit_caller_given_twice_from_python():
+    def program(s):
+        t = s.Environment().from_string("{% macro x(caller=none) %}[{% if caller %}{{ caller() }}"
+                                        "{% endif %}]{% endmacro %}")
+        return t.module.x(None, caller=lambda: 42)
+    assert same_error(program) == ("TypeError", "macro 'x' was invoked with two values for the "
+                                                "special caller argument. This is most likely a bug.")
+
+
+@pytest.mark.parametrize("source", [
+    "{% set i = 42 %}{% for idx in range(2) %}{{ i }}{{ j }}|{% set i = idx %}{% set j = loop.index %}"
+    "{{ seen() }}|{{ i }}{{ j }};{% endfor %}{{ i }}{{ j }}",
+    "{% set i = 42 %}{% for idx in range(2) %}{{ i }}{% set i = loop.index0 %}"
+    "{% block body scoped %}<{{ seen() }}>{% endblock %}{% endfor %}{{ i }}",
+    "{% set i = 42 %}{{ i }}{% block body %}{% set i = 24 %}{{ seen() }}{% endblock %}{{ i }}",
+    "{% set i = 42 %}{% for idx in range(2) %}{{ seen() }}{% set i = idx %}{% block body scoped %}"
+    "{{ seen() }}{% set i = 24 %}{{ seen() }}{% endblock %}{{ seen() }}{% endfor %}{{ seen() }}",
+    "{% set i = 1 %}{% for i in [7] %}{{ seen() }}{% endfor %}{% with i = 3 %}{{ seen() }}{% endwith %}"
+    "{% macro m(i) %}{{ seen() }}{% endmacro %}{{ m(5) }}",
+])
+def test_a_context_callable_sees_what_loops_and_blocks_set(source):
+    def program(s):
+        env = s.Environment()
+        env.globals["seen"] = s.pass_context(lambda ctx: f"i={ctx.get('i')},j={ctx.get('j')}")
+        return env.from_string(source).render()
+    same(program)
