@@ -1,6 +1,7 @@
 """The public API: `Environment` holds the options, filters, tests and globals; `Template` renders."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 from collections import OrderedDict
@@ -27,6 +28,20 @@ from .runtime import TemplateModule
 from .undefined import Undefined
 from .environment_tools import RenderContext, pass_arg_of
 from .values import get_attribute, get_item, to_string
+
+
+def _option(field: str) -> Any:
+    """A whitespace option of `Environment.options`, readable and settable by its own name."""
+    def get(env: "Environment") -> Any:
+        return getattr(env.options, field)
+
+    def put(env: "Environment", value: Any) -> None:
+        if field == "newline_sequence" and value not in ("\n", "\r\n", "\r"):
+            raise ValueError("newline_sequence set to unknown line ending string.")
+        env.options = dataclasses.replace(env.options, **{field: value})
+        with env._lock:
+            env._cache.clear()  # compiled with the old options
+    return property(get, put)
 
 
 class Environment(TemplateLoading):
@@ -119,21 +134,11 @@ class Environment(TemplateLoading):
         elif self.handlers.get(ast.Output) is template_api.exec_output_finalized:
             self.handlers[ast.Output] = CORE_HANDLERS[ast.Output]
 
-    @property
-    def newline_sequence(self) -> str:
-        return self.options.newline_sequence
-
-    @property
-    def trim_blocks(self) -> bool:
-        return self.options.trim_blocks
-
-    @property
-    def lstrip_blocks(self) -> bool:
-        return self.options.lstrip_blocks
-
-    @property
-    def keep_trailing_newline(self) -> bool:
-        return self.options.keep_trailing_newline
+    # Jinja2 lets these be set after the environment is made: templates compiled later use them
+    newline_sequence = _option("newline_sequence")
+    trim_blocks = _option("trim_blocks")
+    lstrip_blocks = _option("lstrip_blocks")
+    keep_trailing_newline = _option("keep_trailing_newline")
 
     # ------------------------------------------------------------------ templates
     def parse(self, source: str, name: Optional[str] = None) -> ast.Template:

@@ -708,3 +708,14 @@ def test_a_context_callable_sees_what_loops_and_blocks_set(source):
         env.globals["seen"] = s.pass_context(lambda ctx: f"i={ctx.get('i')},j={ctx.get('j')}")
         return env.from_string(source).render()
     same(program)
+
+
+def test_whitespace_options_set_after_the_environment_is_made():
+    def program(s):
+        env = s.Environment()
+        source = "  {% if x %}\n  a\n  {% endif %}\nb\n"
+        before = env.from_string(source).render(x=1)
+        env.trim_blocks = env.lstrip_blocks = env.keep_trailing_newline = True
+        env.newline_sequence = "\r\n"
+        return before, env.from_string(source).render(x=1), env.from_string("{{ s|wordwrap(3) }}").render(s="ab cd")
+    same(program)
