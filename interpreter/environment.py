@@ -403,3 +403,5 @@ def _render_tracked(template: Template, context: dict, overlay: Optional[dict],
 
 
 Environment.template_class = Template  # what loaders compile to (Jinja2's attribute)
+for _name in Delimiters.__dataclass_fields__:  # Jinja2's delimiter attributes, read only
+    setattr(Environment, _name, property(lambda env, name=_name: getattr(env.delimiters, name)))

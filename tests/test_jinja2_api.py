@@ -719,3 +719,12 @@ def test_whitespace_options_set_after_the_environment_is_made():
         env.newline_sequence = "\r\n"
         return before, env.from_string(source).render(x=1), env.from_string("{{ s|wordwrap(3) }}").render(s="ab cd")
     same(program)
+
+
+def test_delimiters_are_attributes_of_the_environment():
+    def program(s):
+        env = s.Environment("<%", "%>", "<<", ">>", "<#", "#>", "%%", "##")
+        return (env.block_start_string, env.block_end_string, env.variable_start_string,
+                env.variable_end_string, env.comment_start_string, env.comment_end_string,
+                env.line_statement_prefix, env.line_comment_prefix)
+    same(program)
