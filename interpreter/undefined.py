@@ -45,6 +45,14 @@ class Undefined:
     def fail(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise self._exc(self.undefined_message)
 
+    # Jinja2's names for the same, for Python code written against Jinja2's Undefined
+    _undefined_hint = property(lambda self: self._hint)
+    _undefined_obj = property(lambda self: self._obj)
+    _undefined_name = property(lambda self: self._name)
+    _undefined_exception = property(lambda self: self._exc)
+    _undefined_message = property(lambda self: self.undefined_message)
+    _fail_with_undefined_error = fail
+
     # Everything that needs a value fails.
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = fail
     __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = fail

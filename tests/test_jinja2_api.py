@@ -728,3 +728,21 @@ def test_delimiters_are_attributes_of_the_environment():
                 env.variable_end_string, env.comment_start_string, env.comment_end_string,
                 env.line_statement_prefix, env.line_comment_prefix)
     same(program)
+
+
+@pytest.mark.parametrize("kind", ["Undefined", "StrictUndefined", "ChainableUndefined",
+                                  "DebugUndefined"])
+def test_undefined_copies_keep_what_they_say(kind):
+    import copy
+    import pickle
+
+    def program(s):
+        undefined = getattr(s, kind)("a hint", ["foo"], "a name", s.error)
+        seen = []
+        for other in (copy.copy(undefined), copy.deepcopy(undefined),
+                      pickle.loads(pickle.dumps(undefined))):
+            seen.append((other._undefined_hint, other._undefined_obj, other._undefined_name,
+                         other._undefined_exception.__name__, other._undefined_message,
+                         other is not undefined))
+        return seen
+    same(program)
