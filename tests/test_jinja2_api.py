@@ -746,3 +746,22 @@ def test_undefined_copies_keep_what_they_say(kind):
                          other is not undefined))
         return seen
     same(program)
+
+
+# ---------------------------------------------------------------------------- the migration guide
+
+def _guide_examples() -> list[str]:
+    import pathlib
+    import re
+    text = (pathlib.Path(__file__).parent.parent / "docs" / "migrating-from-jinja2.md").read_text(
+        encoding="utf-8")
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+@pytest.mark.parametrize("index", range(len(_guide_examples())))
+def test_the_migration_guide_examples_run(index):
+    exec(compile(_guide_examples()[index], f"migrating-from-jinja2.md example {index}", "exec"), {})
+
+
+def test_the_migration_guide_has_examples():
+    assert len(_guide_examples()) >= 4
