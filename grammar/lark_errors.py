@@ -388,7 +388,7 @@ def expected_there(accepts: set, keyword: str, brackets: list[tuple[str, bool]])
             return ":"
         if "COMMA" in accepts:  # Jinja2 reads a list of items by asking for commas
             return ")" if bracket == "(" and not follows_value else ","
-    if keyword == "with":  # Jinja2 reads assignments until the tag ends, asking for commas
+    if keyword in ("with", "print"):  # Jinja2 reads items until the tag ends, asking for commas
         return "," if "COMMA" in accepts else ""
     if accepts & {"_BC", "_LINE_END"}:
         return "end of statement block"

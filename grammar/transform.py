@@ -98,7 +98,10 @@ class AstBuilder(Transformer_NonRecursive):
                 child = self._token_node(child)
                 if child is None:
                     continue
-            nodes.append(child)
+            if isinstance(child, tuple):  # a statement that stands for several (`print a, b`)
+                nodes.extend(child)
+            else:
+                nodes.append(child)
         return tuple(nodes)
 
     def _token_node(self, tok: Token):
@@ -193,6 +196,9 @@ class AstBuilder(Transformer_NonRecursive):
 
     def namespace_target(self, meta, children):
         return ast.NamespaceTarget(meta_span(meta), str(children[0]), str(children[1]))
+
+    def print_stmt(self, meta, children):
+        return tuple(ast.Output(expr.span, expr) for expr in children)
 
     def macro_stmt(self, meta, children):
         name, *params, body = children

@@ -113,7 +113,9 @@ def exec_output_finalized(ev: Any, node: ast.Output, scope: Scope) -> None:
     value = ev.eval(node.expr, scope)
     try:
         if ev.autoescape and type(node.expr) is ast.Const:
-            value = escape(value)  # Jinja2 escapes a constant at compile time, then finalizes
+            # Jinja2 escapes a constant when compiling, finalizes it and prints the result as is
+            ev.write(finalized(ev, escape(value), scope))
+            return
         value = finalized(ev, value, scope)
         if ev.autoescape:
             value = escape(value if hasattr(value, "__html__") else to_string(value))

@@ -765,3 +765,29 @@ def test_the_migration_guide_examples_run(index):
 
 def test_the_migration_guide_has_examples():
     assert len(_guide_examples()) >= 4
+
+
+# ---------------------------------------------------------------------------- {% print %}
+
+@pytest.mark.parametrize("source", [
+    '{% print 1, "a" %}|{% print x %}|{% print (1, 2) %}|{% print %}|{%- print x -%} |',
+    "{% for i in range(3) %}{% print i, loop.index %}{% endfor %}",
+    '{% print x if x else "n" %}{% print [1, 2]|join("-") %}',
+    "{% print 1 2 %}", "{% print , %}", "{% print 1, %}",
+])
+def test_print_statement(source):
+    def program(s):
+        try:
+            return s.Environment().from_string(source).render(x="<")
+        except s.error as e:
+            return type(e).__name__, str(e).split("\n")[0]
+    same(program)
+
+
+def test_print_statement_with_line_statements_finalize_and_autoescape():
+    def program(s):
+        lines = s.Environment(line_statement_prefix="#").from_string(
+            "# for x in [1, 2]\n# print x, '-'\n# endfor\n").render()
+        env = s.Environment(autoescape=True, finalize=lambda v: [v])
+        return lines, env.from_string("{% print 1, x %}{{ '<' }}{{ x }}").render(x="<")
+    same(program)
