@@ -78,3 +78,19 @@ def outcome(fn: Callable, *args, **kwargs) -> Outcome:
         return Outcome(fn(*args, **kwargs))
     except Exception as e:  # noqa: BLE001 - the caller judges what was raised
         return Outcome(error=e)
+
+
+def byte_level_bpe(vocab_size: int, special_tokens: list[str], texts=None):
+    """A byte-level BPE `tokenizers.Tokenizer` trained here (no download, no progress bar) on
+    `texts`, by default the corpus conversations, with `special_tokens` added."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    raw = Tokenizer(models.BPE())
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    raw.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special_tokens,
+                                  show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    if texts is None:
+        texts = [p.read_text(encoding="utf-8") for p in sorted(CONVERSATIONS.glob("*.json"))]
+    raw.train_from_iterator(texts, trainer)
+    return raw

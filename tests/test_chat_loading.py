@@ -7,14 +7,12 @@ name), the special tokens are `special_tokens_map`, and the renders are equal. N
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 import jinjamark
-from conftest import outcome
+from conftest import byte_level_bpe, outcome
 from jinjamark.chat import select_template
 
 BODY = ("{{ bos_token }}{% for m in messages %}{{ m.role }}:{{ m.content }}{{ eos_token }}{% endfor %}"
@@ -29,12 +27,7 @@ ADDED = {"__type": "AddedToken", "content": "<pad>", "lstrip": False, "rstrip": 
 
 @pytest.fixture(scope="module")
 def tokenizer() -> PreTrainedTokenizerFast:
-    raw = Tokenizer(models.BPE())
-    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    raw.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<s>", "</s>", "<pad>", "<img>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    raw.train_from_iterator(["hello world, hi there"] * 20, trainer)
+    raw = byte_level_bpe(300, ["<s>", "</s>", "<pad>", "<img>"], ["hello world, hi there"] * 20)
     return PreTrainedTokenizerFast(tokenizer_object=raw, bos_token="<s>", eos_token="</s>")
 
 

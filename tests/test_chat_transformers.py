@@ -9,16 +9,14 @@ ValueError). Both clocks are pinned to the same moment.
 from __future__ import annotations
 
 import dataclasses
-import json
 from datetime import datetime
 
 import pytest
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 from transformers.utils import chat_template_utils
 
 import jinjamark
-from conftest import CONVERSATIONS as CONVERSATIONS_DIR, chat_templates, conversations, outcome
+from conftest import byte_level_bpe, chat_templates, conversations, outcome
 
 TEMPLATES = chat_templates()
 CONVERSATIONS = conversations()
@@ -41,13 +39,7 @@ def pinned_clock(monkeypatch):
 
 @pytest.fixture(scope="module")
 def tokenizer() -> PreTrainedTokenizerFast:
-    raw = Tokenizer(models.BPE())
-    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    raw.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<s>", "</s>", "<|im_end|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    raw.train_from_iterator([p.read_text(encoding="utf-8") for p in sorted(CONVERSATIONS_DIR.glob("*.json"))],
-                            trainer)
+    raw = byte_level_bpe(400, ["<s>", "</s>", "<|im_end|>"])
     return PreTrainedTokenizerFast(tokenizer_object=raw, bos_token="<s>", eos_token="</s>")
 
 

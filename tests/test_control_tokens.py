@@ -14,10 +14,11 @@ import pathlib
 import re
 
 import pytest
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
 import jinjamark
+from conftest import byte_level_bpe
 from jinjamark.chat.tokenization import control_tokens, encode
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"
@@ -42,13 +43,7 @@ def source_of(template: str) -> str:
 
 @pytest.fixture(scope="module")
 def qwen() -> PreTrainedTokenizerFast:
-    raw = Tokenizer(models.BPE())
-    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    raw.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=900, special_tokens=SPECIALS,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    texts = [p.read_text(encoding="utf-8") for p in sorted((CORPUS / "conversations").glob("*.json"))]
-    raw.train_from_iterator(texts, trainer)
+    raw = byte_level_bpe(900, SPECIALS)
     raw.add_tokens(QWEN_ADDED)  # added, not special: as Qwen2.5 and Qwen3 ship them
     return PreTrainedTokenizerFast(tokenizer_object=raw, bos_token="<s>", eos_token="<|im_end|>",
                                    pad_token="<|endoftext|>")

@@ -10,10 +10,10 @@ import re
 
 import numpy as np
 import pytest
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import BatchEncoding, PreTrainedTokenizerFast
 
 import jinjamark
+from conftest import byte_level_bpe
 from jinjamark import hf
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"
@@ -39,13 +39,7 @@ def source_of(template: str) -> str:
 
 @pytest.fixture(scope="module")
 def tokenizer() -> PreTrainedTokenizerFast:
-    raw = Tokenizer(models.BPE())
-    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    raw.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=900, special_tokens=SPECIALS,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    raw.train_from_iterator([p.read_text(encoding="utf-8") for p in (CORPUS / "conversations").glob("*.json")],
-                            trainer)
+    raw = byte_level_bpe(900, SPECIALS)
     raw.add_tokens(["<tool_call>", "</tool_call>", "<think>", "</think>"])
     tok = PreTrainedTokenizerFast(tokenizer_object=raw, bos_token="<s>", eos_token="</s>",
                                   pad_token="<|endoftext|>")

@@ -10,10 +10,11 @@ import json
 import pathlib
 
 import pytest
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer
 from transformers import PreTrainedTokenizerFast
 
 import jinjamark
+from conftest import byte_level_bpe
 from jinjamark.tokenizers import encode, special_tokens
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"
@@ -55,14 +56,7 @@ def render_parts(template: str, name: str) -> list[jinjamark.Part]:
 
 @pytest.fixture(scope="module")
 def raw_tokenizer() -> Tokenizer:
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=800, special_tokens=SPECIALS,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    texts = [p.read_text(encoding="utf-8") for p in sorted((CORPUS / "conversations").glob("*.json"))]
-    tok.train_from_iterator(texts, trainer)
-    return tok
+    return byte_level_bpe(800, SPECIALS)
 
 
 @pytest.fixture(scope="module", params=["tokenizers", "transformers"])
