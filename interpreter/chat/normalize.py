@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from ..errors import LimitExceeded
 from ..marks import Input, Marked
-from ..numbers import InputFloat, InputInt
+from ..numbers import InputFloat, InputInt, as_input
 
 MAX_DEPTH = 200  # as mark_input: deeper data (or data that contains itself) is refused
 REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
@@ -230,14 +230,7 @@ def _marked_dict(value: dict, d: int) -> dict:
 
 
 def _mark_leaf(value: Any) -> Any:
-    t = type(value)
-    if t is str:
-        return _mark_str(value)
-    if t is int:
-        return InputInt(value)
-    if t is float:
-        return InputFloat(value)
-    return value
+    return _mark_str(value) if type(value) is str else as_input(value)
 
 
 def _other(value: Any, depth: int, walk: Callable[[Any, int], Any], leaf: Callable[[Any], Any]) -> Any:
