@@ -86,11 +86,11 @@ class _Facts:
     only when a request needs them (an example tool call; whether a call needs a content)."""
 
     def __init__(self, chat: Any, source: str) -> None:
-        from .template import ChatTemplate  # template.py imports this module when polyfilling
         self.source = source
         self.analysis: Analysis = analyze(source, chat.special_tokens or None)
         self.capabilities = self.analysis.capabilities
-        self.renderer = ChatTemplate(source, special_tokens=chat.special_tokens or None)
+        # the same class as the template being polyfilled (not imported: it imports this module)
+        self.renderer = type(chat)(source, special_tokens=chat.special_tokens or None)
         self._example: Optional[str] = None
         self._refuses: dict[str, bool] = {}
         self._system_alone: Optional[bool] = None
