@@ -45,6 +45,16 @@ def conversations() -> list[tuple[str, dict]]:
             for p in sorted(CONVERSATIONS.glob("*.json"))]
 
 
+def fixture(name: str) -> dict:
+    """One corpus conversation by its stem (`01-single-user`)."""
+    return json.loads((CONVERSATIONS / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def source_of(template: str) -> str:
+    """One corpus template's source by its file name (`chatml--....jinja`)."""
+    return (TEMPLATES / template).read_text(encoding="utf-8")
+
+
 def vectors() -> list[tuple[str, dict]]:
     """(id, vector) for every line of every vectors file; the id is `file/name`, unique."""
     out = []

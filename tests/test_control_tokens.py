@@ -9,7 +9,6 @@ encodes the plain string. And a comparison with transformers' own `sanitize_cont
 from __future__ import annotations
 
 import collections
-import json
 import pathlib
 import re
 
@@ -18,7 +17,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
 import jinjamark
-from conftest import byte_level_bpe
+from conftest import byte_level_bpe, fixture, source_of
 from jinjamark.chat.tokenization import control_tokens, encode
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"
@@ -33,12 +32,6 @@ BENIGN = ["01-single-user", "02-system-user", "03-multi-turn", "04-no-system-mul
           "11-unicode", "13-long-conversation"]
 
 
-def fixture(name: str) -> dict:
-    return json.loads((CORPUS / "conversations" / f"{name}.json").read_text(encoding="utf-8"))
-
-
-def source_of(template: str) -> str:
-    return (CORPUS / "templates" / template).read_text(encoding="utf-8")
 
 
 @pytest.fixture(scope="module")

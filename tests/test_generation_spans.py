@@ -5,7 +5,6 @@ by hand where the body is rendered into a capture that lands elsewhere (transfor
 length of the output yielded so far, not where the captured text finally goes)."""
 from __future__ import annotations
 
-import json
 import pathlib
 import re
 
@@ -13,6 +12,7 @@ import pytest
 from transformers.utils.chat_template_utils import _alias_reasoning_fields, render_jinja_template
 
 import jinjamark
+from conftest import fixture
 from jinjamark.chat.profile import chat_environment, shared_environment
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"
@@ -23,9 +23,6 @@ FIXTURES = ["01-single-user", "02-system-user", "03-multi-turn", "04-no-system-m
             "05-tool-call-object-args", "09-reasoning", "11-unicode", "13-long-conversation"]
 SPECIALS = {"bos_token": "<s>", "eos_token": "</s>"}
 
-
-def fixture(name: str) -> dict:
-    return json.loads((CORPUS / "conversations" / f"{name}.json").read_text(encoding="utf-8"))
 
 
 def theirs(source: str, fx: dict, agp: bool):

@@ -4,7 +4,6 @@ families): ids, attention masks, assistant masks, batches with padding on either
 truncation, tensors, continue_final_message, errors, and `patch`."""
 from __future__ import annotations
 
-import json
 import pathlib
 import re
 
@@ -13,7 +12,7 @@ import pytest
 from transformers import BatchEncoding, PreTrainedTokenizerFast
 
 import jinjamark
-from conftest import byte_level_bpe
+from conftest import byte_level_bpe, fixture, source_of
 from jinjamark import hf
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"
@@ -29,12 +28,6 @@ BENIGN = ["01-single-user", "02-system-user", "03-multi-turn", "04-no-system-mul
           "08-tools-no-call", "11-unicode", "13-long-conversation"]
 
 
-def fixture(name: str) -> dict:
-    return json.loads((CORPUS / "conversations" / f"{name}.json").read_text(encoding="utf-8"))
-
-
-def source_of(template: str) -> str:
-    return (CORPUS / "templates" / template).read_text(encoding="utf-8")
 
 
 @pytest.fixture(scope="module")

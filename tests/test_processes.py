@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import jinjamark
 import oracle
-from conftest import CONVERSATIONS, TEMPLATES
+from conftest import CONVERSATIONS, TEMPLATES, fixture
 from jinjamark.chat.profile import shared_environment
 from jinjamark.ext import span
 from jinjamark.grammar import ast
@@ -69,9 +69,6 @@ def assert_lean(data: bytes) -> None:
     assert not [m for m in modules if m.startswith(FORBIDDEN_MODULES)], modules
     assert not strings & set(FORBIDDEN_NAMES), strings & set(FORBIDDEN_NAMES)
 
-
-def fixture(name: str) -> dict:
-    return json.loads((CONVERSATIONS / f"{name}.json").read_text(encoding="utf-8"))
 
 
 # ----------------------------------------------------------------------------- round trips

@@ -14,7 +14,7 @@ from tokenizers import Tokenizer
 from transformers import PreTrainedTokenizerFast
 
 import jinjamark
-from conftest import byte_level_bpe
+from conftest import byte_level_bpe, fixture
 from jinjamark.tokenizers import encode, special_tokens
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"
@@ -42,9 +42,6 @@ def chat(template: str) -> jinjamark.ChatTemplate:
     source = (CORPUS / "templates" / TEMPLATES[template]).read_text(encoding="utf-8")
     return jinjamark.ChatTemplate(source, special_tokens={"bos_token": "<s>", "eos_token": "</s>"})
 
-
-def fixture(name: str) -> dict:
-    return json.loads((CORPUS / "conversations" / f"{name}.json").read_text(encoding="utf-8"))
 
 
 def render_parts(template: str, name: str) -> list[jinjamark.Part]:

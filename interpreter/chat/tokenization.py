@@ -18,7 +18,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from ..grammar import ast
 from ..output import Part
-from .encoding import InputRuns, backend_of, control_pattern, encode_runs
+from .encoding import InputRuns, backend_of, encode_runs
 
 
 def encode(parts: Sequence[Part], tokenizer: Any, *, template: Any = None,
@@ -31,24 +31,6 @@ def encode(parts: Sequence[Part], tokenizer: Any, *, template: Any = None,
     if control is None:
         control = control_tokens(tokenizer, template)
     return encode_runs([InputRuns(parts)], tokenizer, control)[0].ids
-
-
-def segments(parts: Sequence[Part], specials: Mapping[str, int]) -> list[tuple[str, bool]]:
-    """The text cut at every control token written wholly by the template: (text, is_control)."""
-    runs = InputRuns(parts)
-    text = runs.text
-    if not specials:
-        return [(text, False)] if text else []
-    out: list[tuple[str, bool]] = []
-    pos = 0
-    for m in control_pattern(specials).finditer(text):
-        if runs.touches(m.start(), m.end()):
-            continue  # some of it came from input: it is text, never a control token
-        out.append((text[pos:m.start()], False))
-        out.append((m.group(), True))
-        pos = m.end()
-    out.append((text[pos:], False))
-    return [(t, s) for t, s in out if t or s]
 
 
 def added_tokens(tokenizer: Any) -> dict[int, Any]:
