@@ -1,0 +1,1 @@
+"""The local web playground (`jinjamark serve`)."""
