@@ -18,7 +18,7 @@ from .undefined import (ChainableUndefined, DebugUndefined, StrictUndefined, Und
                         make_logging_undefined)
 from .values import mark_input
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402  (the one version source, read by pyproject.toml too)
 
 __all__ = [
     "analyze", "Analysis",
