@@ -1,0 +1,4 @@
+"""`python -m jinjamark.playground`: the playground server without the `jinjamark` command."""
+from . import main
+
+raise SystemExit(main())

@@ -1,0 +1,220 @@
+"""What the playground's JSON API answers: renders, tokens and analyses, and errors as data.
+
+Everything here takes the request's decoded JSON object and returns a JSON-ready dict; nothing
+touches HTTP (see `server`). A user's mistake (a template that does not parse or raises, a
+conversation that is not JSON) becomes a `RequestError` carrying a location in one of the page's
+editors (`where`: template, conversation or kwargs), which the page marks. Templates are rendered
+with the chat profile's default limits: a template pasted into the page is as hostile as one
+downloaded from a hub.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+from typing import Any, Optional
+
+from ..chat import ChatTemplate
+from ..chat.analysis import analyze
+from ..errors import TemplateError
+from ..output import Part
+from .examples import Example, examples
+
+MAX_SHOWN_CHARACTERS = 1_000_000  # of a render, sent to the page (a browser chokes on more)
+MAX_SHOWN_TOKENS = 50_000
+
+
+class RequestError(Exception):
+    """A request the user can fix: answered with status 400 and `as_json()` as the error."""
+
+    def __init__(self, message: str, where: Optional[str] = None, line: Optional[int] = None,
+                 column: Optional[int] = None, kind: str = "RequestError", text: str = "") -> None:
+        super().__init__(message)
+        self.message, self.where, self.line, self.column = message, where, line, column
+        self.kind, self.text = kind, text or message
+
+    def as_json(self) -> dict:
+        return {"kind": self.kind, "message": self.message, "where": self.where,
+                "line": self.line, "column": self.column, "text": self.text}
+
+    @classmethod
+    def of_template(cls, error: TemplateError) -> "RequestError":
+        """A template's error, located in the template editor (when it has a line)."""
+        return cls(error.message, "template", error.lineno, error.column, type(error).__name__,
+                   str(error))
+
+
+class Model:
+    """What `--model FOLDER` and `--template FILE` give the page: the model's templates (the
+    template editor starts with one), its special tokens and, where it has one, its tokenizer."""
+
+    def __init__(self, folder: Optional[str] = None, template_file: Optional[str] = None) -> None:
+        self.name: Optional[str] = None
+        self.templates: dict[str, str] = {}
+        self.special_tokens: dict[str, Any] = {}
+        self.tokenizer: Any = None
+        if folder is not None:
+            self._load_folder(folder)
+        if template_file is not None:
+            with open(template_file, encoding="utf-8", newline="") as handle:
+                self.templates = {"file": handle.read(), **self.templates}
+            self.name = self.name or os.path.basename(template_file)
+
+    def _load_folder(self, folder: str) -> None:
+        chat = ChatTemplate.from_pretrained(folder)
+        templates = chat.templates
+        self.templates = dict(templates) if isinstance(templates, dict) else (
+            {"default": templates} if templates else {})
+        self.special_tokens = dict(chat.special_tokens)
+        self.name = os.path.basename(os.path.normpath(folder))
+        path = os.path.join(folder, "tokenizer.json")
+        if os.path.isfile(path):
+            try:
+                from tokenizers import Tokenizer
+            except ImportError:  # the page says that tokens need the tokenizers package
+                return
+            self.tokenizer = Tokenizer.from_file(path)
+
+
+class Playground:
+    """The API's state: the model given on the command line (if any) and the examples."""
+
+    def __init__(self, model: Optional[Model] = None) -> None:
+        self.model = model or Model()
+        self.examples: list[Example] = examples()
+
+    def state(self) -> dict:
+        """What the page loads first: the examples, the model's templates, whether tokens can be shown."""
+        model = self.model
+        return {"model": model.name, "templates": model.templates,
+                "special_tokens": {k: v for k, v in model.special_tokens.items() if isinstance(v, str)},
+                "tokenizer": model.tokenizer is not None,
+                "examples": [example.as_json() for example in self.examples]}
+
+    def render(self, request: dict) -> dict:
+        """The render as parts (input marked), and its tokens when the model has a tokenizer."""
+        source = text_field(request, "template")
+        messages, options = chat_arguments(request)
+        try:
+            chat = ChatTemplate(source, special_tokens=self.model.special_tokens)
+            parts = chat.render_parts(messages, **options)
+        except TemplateError as error:
+            raise RequestError.of_template(error) from None
+        except (ValueError, TypeError) as error:  # the conversation's shape, as transformers says
+            raise RequestError(str(error), "conversation", kind=type(error).__name__) from None
+        answer = {"parts": shown_parts(parts)}
+        if self.model.tokenizer is not None:
+            answer["tokens"] = tokens(parts, self.model.tokenizer, chat)
+        return answer
+
+    def analyze(self, request: dict) -> dict:
+        """`jinjamark.analyze` of the template: variables, content format, capabilities."""
+        source = text_field(request, "template")
+        tokens = tuple(sorted((k, v) for k, v in self.model.special_tokens.items() if isinstance(v, str)))
+        try:
+            return analysis(source, tokens or None)
+        except TemplateError as error:
+            raise RequestError.of_template(error) from None
+
+
+@functools.lru_cache(maxsize=32)  # the page asks again after every edit of the conversation
+def analysis(source: str, tokens: Optional[tuple]) -> dict:
+    found = analyze(source, dict(tokens) if tokens is not None else None)
+    capabilities = found.capabilities
+    return {"variables": sorted(found.variables), "keys": sorted(found.keys),
+            "content_format": found.content_format, "has_generation": found.has_generation,
+            "capabilities": {name: list(value) if isinstance(value, tuple) else value
+                             for name, value in vars(capabilities).items()}}
+
+
+# ---------------------------------------------------------------------------- the request's fields
+
+def text_field(request: dict, name: str, default: Optional[str] = None) -> str:
+    value = request.get(name, default)
+    if not isinstance(value, str):
+        raise RequestError(f'"{name}" must be a string')
+    return value
+
+
+def json_field(request: dict, name: str, default: str) -> Any:
+    """A field holding JSON text (an editor's content), parsed; its errors located in that editor."""
+    text = text_field(request, name, default)
+    if not text.strip():
+        text = default
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise RequestError(f"not valid JSON: {error.msg}", name, error.lineno, error.colno,
+                           "JSONDecodeError") from None
+    except RecursionError:  # json's decoder recurses once per nesting level
+        raise RequestError("the JSON nests too deeply", name, kind="JSONDecodeError") from None
+
+
+def chat_arguments(request: dict) -> tuple[Any, dict]:
+    """The messages and `render_parts` options of a request, as the CLI's conversation files
+    give them: the conversation is a list of messages or an object with `messages` and
+    optionally `tools`, `documents`, `kwargs`; the kwargs editor's variables come last, and a
+    variable named like a render argument replaces it."""
+    conversation = json_field(request, "conversation", "[]")
+    if isinstance(conversation, list):
+        conversation = {"messages": conversation}
+    if not isinstance(conversation, dict) or not isinstance(conversation.get("messages"), list):
+        raise RequestError('the conversation must be a list of messages or an object with a '
+                           '"messages" list', "conversation")
+    variables = conversation.get("kwargs") or {}
+    extra = json_field(request, "kwargs", "{}")
+    if not isinstance(variables, dict) or not isinstance(extra, dict):
+        raise RequestError("kwargs must be a JSON object", "kwargs" if not isinstance(extra, dict)
+                           else "conversation")
+    variables = {**variables, **extra}
+    add = request.get("add_generation_prompt", False)
+    if not isinstance(add, bool):
+        raise RequestError('"add_generation_prompt" must be true or false')
+    messages = variables.pop("messages", conversation["messages"])
+    options = {"tools": variables.pop("tools", conversation.get("tools")),
+               "documents": variables.pop("documents", conversation.get("documents")),
+               "add_generation_prompt": variables.pop("add_generation_prompt", add)}
+    return messages, {**options, **variables}
+
+
+# ---------------------------------------------------------------------------- the answers
+
+def shown_parts(parts: list[Part]) -> dict:
+    """The parts, neighbours of the same kind merged, cut after MAX_SHOWN_CHARACTERS."""
+    merged: list[list] = []
+    size = 0
+    for text, is_input in parts:
+        if not text:
+            continue
+        text = text[:MAX_SHOWN_CHARACTERS - size]
+        size += len(text)
+        if merged and merged[-1][1] == is_input:
+            merged[-1][0] += text
+        else:
+            merged.append([text, is_input])
+        if size >= MAX_SHOWN_CHARACTERS:
+            break
+    total = sum(len(p.text) for p in parts)
+    return {"items": [{"text": t, "input": i} for t, i in merged], "length": total,
+            "truncated": total > size}
+
+
+def tokens(parts: list[Part], tokenizer: Any, chat: ChatTemplate) -> dict:
+    """The ids as `ChatTemplate.encode` makes them, each with its text, whether it is a control
+    token and whether it stands on input; and how many control tokens encoding the flat string
+    would give (an injection makes that more)."""
+    from ..chat.encoding import InputRuns, encode_runs
+    from ..chat.tokenization import control_tokens
+    control = control_tokens(tokenizer, chat.template)
+    runs = InputRuns(parts)
+    encoded = encode_runs([runs], tokenizer, control)[0]
+    offsets = encoded.offsets or [(0, 0)] * len(encoded.ids)
+    controls = set(control.values())
+    shown = []
+    for token_id, (start, end) in list(zip(encoded.ids, offsets))[:MAX_SHOWN_TOKENS]:
+        shown.append({"id": token_id, "text": tokenizer.decode([token_id], skip_special_tokens=False),
+                      "control": token_id in controls, "input": runs.touches(start, end)})
+    flat = tokenizer.encode(runs.text, add_special_tokens=False).ids
+    return {"items": shown, "count": len(encoded.ids),
+            "control": sum(token_id in controls for token_id in encoded.ids),
+            "flat_control": sum(token_id in controls for token_id in flat)}

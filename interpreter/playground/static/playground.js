@@ -1,0 +1,272 @@
+// jinjamark playground: editors with line numbers and error marks, and the API's answers shown.
+// Plain browser JavaScript, no library: the page must work offline.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const editors = {};
+let state = null;
+let sequence = 0;   // answers to older requests are dropped
+let timer = null;
+
+// ---------------------------------------------------------------------------- editors
+
+function makeEditor(host) {
+  const gutter = document.createElement("div");
+  gutter.className = "gutter";
+  const area = document.createElement("div");
+  area.className = "area";
+  const backdrop = document.createElement("div");
+  backdrop.className = "backdrop";
+  const text = document.createElement("textarea");
+  text.id = host.dataset.for;
+  text.spellcheck = false;
+  text.wrap = "off";
+  text.setAttribute("autocomplete", "off");
+  area.append(backdrop, text);
+  host.append(gutter, area);
+  const editor = { host, gutter, backdrop, text, error: null };
+  text.addEventListener("input", () => { clearMark(editor); numberLines(editor); schedule(); });
+  text.addEventListener("scroll", () => {
+    gutter.scrollTop = text.scrollTop;
+    backdrop.scrollTop = text.scrollTop;
+    backdrop.scrollLeft = text.scrollLeft;
+  });
+  return editor;
+}
+
+function setText(editor, value) {
+  editor.text.value = value;
+  clearMark(editor);
+  numberLines(editor);
+}
+
+function numberLines(editor) {
+  const count = editor.text.value.split("\n").length + 1;  // one more: room to scroll
+  if (editor.gutter.childElementCount === count) return;
+  const lines = [];
+  for (let i = 1; i <= count; i++) lines.push(`<div data-line="${i}">${i < count ? i : ""}</div>`);
+  editor.gutter.innerHTML = lines.join("");
+  markGutter(editor);
+}
+
+function markGutter(editor) {
+  for (const div of editor.gutter.querySelectorAll(".error")) div.classList.remove("error");
+  if (!editor.error || !editor.error.line) return;
+  const div = editor.gutter.querySelector(`[data-line="${editor.error.line}"]`);
+  if (div) { div.classList.add("error"); div.title = editor.error.message; }
+}
+
+// The error's line is tinted and its column marked in the backdrop, which holds the same text
+// as the textarea (transparent) so that the marks fall under the right characters.
+function markError(editor, error) {
+  editor.error = error;
+  markGutter(editor);
+  if (!error.line) { editor.backdrop.textContent = ""; return; }
+  const lines = editor.text.value.split("\n");
+  const index = Math.min(error.line, lines.length) - 1;
+  const line = lines[index];
+  const column = Math.max(0, Math.min((error.column || 1) - 1, line.length));
+  const before = lines.slice(0, index).map((l) => escape(l) + "\n").join("");
+  const at = line.slice(column, column + 1) || " ";
+  editor.backdrop.innerHTML = before + `<span class="error-line">${escape(line.slice(0, column))}` +
+    `<span class="error-at">${escape(at)}</span>${escape(line.slice(column + 1))}</span>`;
+  editor.backdrop.scrollTop = editor.text.scrollTop;
+  editor.backdrop.scrollLeft = editor.text.scrollLeft;
+}
+
+function clearMark(editor) {
+  editor.error = null;
+  editor.backdrop.textContent = "";
+  markGutter(editor);
+}
+
+// Put the cursor on the error and scroll it into view.
+function reveal(editor) {
+  const error = editor.error;
+  if (!error || !error.line) { editor.text.focus(); return; }
+  const lines = editor.text.value.split("\n");
+  let offset = 0;
+  for (let i = 0; i < error.line - 1 && i < lines.length; i++) offset += lines[i].length + 1;
+  offset += Math.max(0, (error.column || 1) - 1);
+  editor.text.focus();
+  editor.text.setSelectionRange(offset, offset);
+  const lineHeight = parseFloat(getComputedStyle(editor.text).lineHeight) || 18;
+  editor.text.scrollTop = Math.max(0, (error.line - 4) * lineHeight);
+}
+
+function escape(text) {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+// ---------------------------------------------------------------------------- the API
+
+async function call(method, path, body) {
+  const options = { method, headers: {} };
+  if (body !== undefined) {
+    options.headers["Content-Type"] = "application/json";
+    options.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, options);
+  let answer;
+  try { answer = await response.json(); } catch (e) { answer = { error: { message: `HTTP ${response.status}` } }; }
+  return answer;
+}
+
+function request() {
+  return {
+    template: editors.template.text.value,
+    conversation: editors.conversation.text.value,
+    kwargs: editors.kwargs.text.value,
+    add_generation_prompt: $("add-generation-prompt").checked,
+  };
+}
+
+function schedule() {
+  clearTimeout(timer);
+  timer = setTimeout(update, 250);
+}
+
+async function update() {
+  const mine = ++sequence;
+  const body = request();
+  setStatus("loading", "rendering…");
+  const [rendered, analysed] = await Promise.all([
+    call("POST", "/api/render", body), call("POST", "/api/analyze", { template: body.template })]);
+  if (mine !== sequence) return;
+  for (const editor of Object.values(editors)) clearMark(editor);
+  const error = rendered.error || analysed.error;
+  showError(error);
+  if (!rendered.error) showRender(rendered);
+  if (!analysed.error) showAnalysis(analysed);
+  if (error) setStatus("error", `${error.kind || "error"}`);
+  else setStatus("rendered", "rendered");
+}
+
+function setStatus(name, text) {
+  document.body.dataset.state = name;
+  $("status").textContent = text;
+}
+
+// ---------------------------------------------------------------------------- showing answers
+
+function showError(error) {
+  const box = $("error");
+  if (!error) { box.hidden = true; box.textContent = ""; return; }
+  const editor = editors[error.where];
+  if (editor) markError(editor, error);
+  const where = error.where ? `${error.where}` + (error.line ? `, line ${error.line}` : "") +
+    (error.column ? `, column ${error.column}` : "") : "";
+  box.innerHTML = `<span class="where">${escape(where)}</span> <span class="kind">${escape(error.kind || "")}</span>: ` +
+    `<span class="message">${escape(error.message || "")}</span>` +
+    (error.text && error.text !== error.message ? `<pre>${escape(error.text)}</pre>` : "");
+  box.dataset.where = error.where || "";
+  box.dataset.line = error.line || "";
+  box.dataset.column = error.column || "";
+  box.hidden = false;
+  box.onclick = () => editor && reveal(editor);
+}
+
+function showRender(answer) {
+  const parts = answer.parts;
+  const out = $("render-output");
+  out.textContent = "";
+  let input = 0;
+  for (const item of parts.items) {
+    const span = document.createElement("span");
+    span.textContent = item.text;
+    if (item.input) { span.className = "input"; input += item.text.length; }
+    out.append(span);
+  }
+  if (!parts.items.length) out.innerHTML = '<span class="empty">(empty output)</span>';
+  $("render-info").textContent = `${parts.length} characters, ${input} from input` +
+    (parts.truncated ? ` (the first ${parts.items.reduce((n, i) => n + i.text.length, 0)} shown)` : "");
+  showTokens(answer.tokens);
+}
+
+function showTokens(tokens) {
+  const out = $("tokens-output");
+  out.textContent = "";
+  if (!tokens) {
+    out.innerHTML = '<span class="empty">Start the playground with --model FOLDER (a model folder with ' +
+      "tokenizer.json, and the tokenizers package installed) to see the tokens.</span>";
+    $("tokens-info").textContent = "";
+    return;
+  }
+  for (const token of tokens.items) {
+    const span = document.createElement("span");
+    span.className = "tok" + (token.control ? " control" : "") + (token.input ? " input" : "");
+    span.textContent = token.text.replace(/\n/g, "\u21b5").replace(/\t/g, "\u21e5") || "\u2205";
+    span.title = `id ${token.id}` + (token.control ? ", control token" : "") + (token.input ? ", from input" : "");
+    out.append(span);
+  }
+  $("tokens-info").textContent = `${tokens.count} tokens, ${tokens.control} control tokens ` +
+    `(encoding the flat string would give ${tokens.flat_control})`;
+}
+
+function showAnalysis(analysis) {
+  const out = $("analysis-output");
+  const rows = [
+    ["variables", analysis.variables.join(", ")],
+    ["keys read", analysis.keys.join(", ")],
+    ["content format", analysis.content_format],
+    ["{% generation %}", analysis.has_generation],
+  ];
+  for (const [name, value] of Object.entries(analysis.capabilities)) rows.push([name, value]);
+  out.innerHTML = rows.map(([name, value]) => `<dt>${escape(name.replace(/_/g, " "))}</dt>` +
+    `<dd class="${value === true ? "yes" : value === false ? "no" : ""}">${escape(shown(value))}</dd>`).join("");
+}
+
+function shown(value) {
+  if (value === true) return "yes";
+  if (value === false) return "no";
+  if (value === null || value === undefined) return "—";
+  if (Array.isArray(value)) return value.length ? value.join(", ") : "—";
+  return String(value);
+}
+
+// ---------------------------------------------------------------------------- examples
+
+function choose(key) {
+  const example = state.examples.find((e) => e.key === key);
+  if (example) {
+    setText(editors.template, example.template);
+    setText(editors.conversation, example.conversation);
+    setText(editors.kwargs, example.kwargs);
+    $("add-generation-prompt").checked = example.add_generation_prompt;
+  } else if (key.startsWith("model:")) {
+    setText(editors.template, state.templates[key.slice(6)]);
+  }
+  update();
+}
+
+function fillPicker() {
+  const picker = $("example");
+  const options = [];
+  for (const name of Object.keys(state.templates)) {
+    options.push(`<option value="model:${escape(name)}">${escape(state.model || "model")}: ${escape(name)}</option>`);
+  }
+  for (const example of state.examples) {
+    options.push(`<option value="${escape(example.key)}">${escape(example.title)}</option>`);
+  }
+  picker.innerHTML = options.join("");
+  picker.addEventListener("change", () => choose(picker.value));
+}
+
+async function start() {
+  for (const host of document.querySelectorAll(".editor")) editors[host.dataset.for] = makeEditor(host);
+  state = await call("GET", "/api/state");
+  if (state.error) { showError(state.error); setStatus("error", "cannot load"); return; }
+  fillPicker();
+  const tokens = Object.entries(state.special_tokens).map(([k, v]) => `${k}=${v}`).join(" ");
+  $("model").textContent = state.model ? `model ${state.model}${tokens ? " · " + tokens : ""}` : "";
+  $("add-generation-prompt").addEventListener("change", schedule);
+  const first = state.examples[0];  // its conversation; the model's template when there is one
+  setText(editors.conversation, first.conversation);
+  setText(editors.kwargs, first.kwargs);
+  $("add-generation-prompt").checked = first.add_generation_prompt;
+  const modelTemplates = Object.keys(state.templates);
+  setText(editors.template, modelTemplates.length ? state.templates[modelTemplates[0]] : first.template);
+  await update();
+}
+
+document.addEventListener("DOMContentLoaded", start);
