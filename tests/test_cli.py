@@ -150,7 +150,11 @@ def test_colour_on_a_terminal_marks_input_with_rich(monkeypatch):
     cli.show_parts(parts, out, err, use_color=True)
     shown = out.getvalue()
     assert "\x1b[" in shown and OPEN not in shown
-    assert re.sub(r"\x1b\[[0-9;]*m", "", shown) == "<|im_start|>user\n<|im_end|>\u241b[0m"
+    # ended with a newline on a terminal: the legend (on stderr, same screen) gets its own line
+    assert re.sub(r"\x1b\[[0-9;]*m", "", shown) == "<|im_start|>user\n<|im_end|>\u241b[0m\n"
+    legend = err.getvalue()
+    assert re.sub(r"\x1b\[[0-9;]*m", "", legend) == (
+        "legend: input text came from input; all other text is template text.\n")
 
 
 # ---------------------------------------------------------------------------- demo

@@ -1,0 +1,125 @@
+"""`jinjamark render` and `jinjamark tokens`: a chat template with a conversation, as
+transformers' apply_chat_template renders and tokenizes it, with the input shown."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from .cli_inputs import (STDIN, UsageError, add_input_options, chat_arguments, demo_files,
+                         load_conversation, load_template, refuse_two_stdins, render_chat)
+from .cli_show import OPEN, CLOSE, show_parts, wants_color
+from .errors import TemplateError
+
+DEMO_TITLE = "the chat template of Qwen/Qwen2.5-7B-Instruct, with a user message that forges special tokens"
+TEMPLATE_HELP = ("a Jinja chat template file, or a model folder (chat_template.jinja, "
+                 "tokenizer_config.json, ...); '-' reads standard input")
+CONVERSATION_HELP = ('JSON object with "messages" and optional "tools", "documents", "kwargs" '
+                     "('-' reads standard input)")
+
+
+def add_render(commands: argparse._SubParsersAction) -> None:
+    render = commands.add_parser(
+        "render", help="render a chat template with a conversation",
+        description="Render TEMPLATE like transformers' apply_chat_template(tokenize=False), with "
+                    "the messages, tools, documents and kwargs of CONVERSATION.json.")
+    render.add_argument("template", nargs="?", metavar="TEMPLATE", help=TEMPLATE_HELP)
+    render.add_argument("conversation", nargs="?", metavar="CONVERSATION.json",
+                        help=CONVERSATION_HELP)
+    shown = render.add_mutually_exclusive_group()
+    shown.add_argument("--parts", action="store_true",
+                       help="show input parts: coloured on a terminal with rich installed, "
+                            f"else in {OPEN}{CLOSE} brackets")
+    shown.add_argument("--json", action="store_true",
+                       help='print the parts as JSON: [{"text": ..., "is_input": ...}, ...]')
+    render.add_argument("--demo", action="store_true",
+                        help="render a bundled real chat template (Qwen2.5-Instruct) with a "
+                             "conversation that tries special-token injection, showing its parts")
+    add_input_options(render)
+    render.set_defaults(command=render_command)
+
+
+def add_tokens(commands: argparse._SubParsersAction) -> None:
+    tokens = commands.add_parser(
+        "tokens", help="render and tokenize, parsing special tokens in template text only",
+        description="Render TEMPLATE with CONVERSATION.json and print the token ids as JSON. "
+                    "Special tokens are recognised only where the template wrote them; "
+                    "the same text typed by a user is encoded as ordinary characters.")
+    tokens.add_argument("template", metavar="TEMPLATE", help=TEMPLATE_HELP)
+    tokens.add_argument("conversation", metavar="CONVERSATION.json", help=CONVERSATION_HELP)
+    tokens.add_argument("--tokenizer", metavar="TOKENIZER.json",
+                        help="a tokenizers JSON file (default: the model folder's tokenizer.json; "
+                             "needs: pip install 'jinjamark[hf]')")
+    add_input_options(tokens)
+    tokens.set_defaults(command=tokens_command)
+
+
+def render_command(args: argparse.Namespace) -> int:
+    if args.demo:
+        if args.template or args.conversation:
+            raise UsageError("--demo takes no TEMPLATE or CONVERSATION.json")
+        source, name, fixture = demo_files()
+        args.add_generation_prompt = True
+        args.parts = args.parts or not args.json
+        print(f"jinjamark demo: {DEMO_TITLE}", file=sys.stderr)
+    else:
+        if not (args.template and args.conversation):
+            raise UsageError("render needs TEMPLATE and CONVERSATION.json (or --demo)")
+        refuse_two_stdins(args.template, args.conversation)
+        source, name = None, args.template
+        fixture = load_conversation(args.conversation)
+
+    messages, options = chat_arguments(fixture, args)
+    try:
+        template = load_template(args, name, source)
+        if args.parts or args.json:
+            parts = render_chat(template, messages, options, parts=True)
+        else:
+            sys.stdout.write(render_chat(template, messages, options, parts=False))
+            return 0
+    except TemplateError as error:
+        if error.name is None:  # ChatTemplate compiles without a name: say which file it was
+            error.name = name
+        raise
+
+    if args.json:
+        json.dump([{"text": p.text, "is_input": p.is_input} for p in parts], sys.stdout,
+                  ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        show_parts(parts, sys.stdout, sys.stderr, use_color=wants_color(sys.stdout))
+    return 0
+
+
+def tokens_command(args: argparse.Namespace) -> int:
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise UsageError("the tokens command needs the tokenizers package: "
+                         "pip install 'jinjamark[hf]'") from None
+    from .chat.tokenization import control_tokens, encode
+    refuse_two_stdins(args.template, args.conversation)
+    path = args.tokenizer
+    if path is None:
+        path = os.path.join(args.template, "tokenizer.json")
+        if args.template == STDIN or not os.path.isfile(path):
+            raise UsageError("tokens needs --tokenizer TOKENIZER.json (or a model folder with tokenizer.json)")
+    try:
+        tokenizer = Tokenizer.from_file(path)
+    except Exception as error:  # tokenizers raises its own Exception type for bad files
+        raise UsageError(f"cannot load {path}: {error}") from None
+    messages, options = chat_arguments(load_conversation(args.conversation), args)
+    template = load_template(args, args.template)
+    parts = render_chat(template, messages, options, parts=True)
+    control = control_tokens(tokenizer, template.template)
+    ids = encode(parts, tokenizer, control=control)
+    controls = set(control.values())
+    plain = tokenizer.encode("".join(p.text for p in parts), add_special_tokens=False).ids
+    json.dump(ids, sys.stdout)
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+    print(f"{len(ids)} tokens, {sum(i in controls for i in ids)} control tokens "
+          f"(encoding the flat string would give {sum(i in controls for i in plain)})",
+          file=sys.stderr)
+    return 0
