@@ -1,0 +1,367 @@
+"""The playground (`jinjamark serve`): its JSON API through a real server on a free port, the
+command in a subprocess, and the page in a real headless browser (Chromium driven by Selenium).
+
+Renders are compared with the Jinja2 oracle and token ids with the tokenizer itself; error
+positions are written out by hand. The browser test saves screenshots under tests/artifacts/
+(and, with JINJAMARK_UPDATE_SCREENSHOT=1, the README's docs/images/playground.png).
+"""
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+import oracle
+from conftest import byte_level_bpe
+from jinjamark.playground import Model, Playground, make_server
+from jinjamark.playground.examples import examples
+
+ROOT = pathlib.Path(__file__).parent.parent
+ARTIFACTS = pathlib.Path(__file__).parent / "artifacts"
+SPECIALS = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|start_header_id|>",
+            "<|end_header_id|>", "<start_of_turn>", "<end_of_turn>", "<s>", "</s>", "[INST]",
+            "[/INST]", "<|end|>", "<|system|>", "<|user|>", "<tool_call>", "</tool_call>"]
+DEMO = examples()[0]
+EOS = "<|im_end|>"
+HELLO = json.dumps([{"role": "user", "content": "Hello"}])  # transformers refuses an empty conversation
+
+
+@pytest.fixture(scope="module")
+def model_folder(tmp_path_factory):
+    """A model folder as transformers saves one: the demo template, an EOS token, and a
+    byte-level BPE tokenizer trained here with the special tokens the examples write."""
+    folder = tmp_path_factory.mktemp("model")
+    byte_level_bpe(700, SPECIALS).save(str(folder / "tokenizer.json"))
+    (folder / "chat_template.jinja").write_text(DEMO.template, encoding="utf-8")
+    (folder / "tokenizer_config.json").write_text(json.dumps({"eos_token": EOS}), encoding="utf-8")
+    return folder
+
+
+@contextlib.contextmanager
+def serving(playground: Playground):
+    server = make_server(playground)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.url
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def url(model_folder):
+    with serving(Playground(Model(str(model_folder)))) as address:
+        yield address
+
+
+@pytest.fixture(scope="module")
+def bare_url():
+    with serving(Playground()) as address:
+        yield address
+
+
+def post(url: str, path: str, body: dict) -> tuple[int, dict]:
+    request = urllib.request.Request(url + path.lstrip("/"), data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        assert error.headers.get_content_type() == "application/json"
+        return error.code, json.load(error)
+
+
+def raw(url: str, method: str, path: str, body: bytes = b"", headers: dict | None = None):
+    """A request as a client may send it, the Host header and all (http.client checks nothing)."""
+    host, port = url.split("//")[1].rstrip("/").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+    for name, value in {"Host": f"{host}:{port}", **(headers or {})}.items():
+        connection.putheader(name, value)
+    connection.endheaders(body or None)
+    response = connection.getresponse()
+    answer = response.status, response.getheader("Content-Type"), response.read()
+    connection.close()
+    return answer
+
+
+def rendered_text(answer: dict) -> str:
+    return "".join(item["text"] for item in answer["parts"]["items"])
+
+
+def input_text(answer: dict) -> str:
+    return "".join(item["text"] for item in answer["parts"]["items"] if item["input"])
+
+
+def oracle_render(template: str, fixture: dict, add_generation_prompt: bool, **kwargs) -> str:
+    return oracle.compiled(template).render(**{
+        **kwargs, "messages": fixture["messages"], "tools": fixture.get("tools"),
+        "documents": fixture.get("documents"), "add_generation_prompt": add_generation_prompt})
+
+
+# ---------------------------------------------------------------------------- renders
+
+@pytest.mark.parametrize("example", examples(), ids=lambda e: e.key)
+def test_every_bundled_example_renders_as_jinja2_renders_it(bare_url, example):
+    status, answer = post(bare_url, "/api/render", {
+        "template": example.template, "conversation": example.conversation,
+        "kwargs": example.kwargs, "add_generation_prompt": example.add_generation_prompt})
+    assert status == 200, answer
+    fixture = json.loads(example.conversation)
+    expected = oracle_render(example.template, fixture, example.add_generation_prompt,
+                             **json.loads(example.kwargs))
+    assert rendered_text(answer) == expected
+    assert input_text(answer)  # every example shows some input
+
+
+def test_the_demo_marks_the_forged_tokens_as_input_and_the_real_ones_as_template(bare_url):
+    status, answer = post(bare_url, "/api/render", {
+        "template": DEMO.template, "conversation": DEMO.conversation, "add_generation_prompt": True})
+    assert status == 200
+    messages = json.loads(DEMO.conversation)["messages"]
+    assert input_text(answer) == "".join(m["content"] for m in messages)
+    template_text = "".join(i["text"] for i in answer["parts"]["items"] if not i["input"])
+    assert template_text.count("<|im_start|>") == 3 and "admin mode" not in template_text
+
+
+def test_a_conversation_object_gives_tools_and_kwargs_and_the_kwargs_editor_wins(bare_url):
+    template = "{{ tools[0].name }}|{{ who }}|{{ n }}|{{ add_generation_prompt }}"
+    conversation = {"messages": json.loads(HELLO), "tools": [{"name": "t"}],
+                    "kwargs": {"who": "file", "n": 1}}
+    status, answer = post(bare_url, "/api/render", {
+        "template": template, "conversation": json.dumps(conversation),
+        "kwargs": '{"who": "editor"}', "add_generation_prompt": True})
+    assert status == 200
+    assert rendered_text(answer) == "t|editor|1|True"
+    assert input_text(answer) == "teditor1"
+
+
+def test_the_model_folders_special_tokens_reach_the_template(url):
+    status, answer = post(url, "/api/render", {"template": "[{{ eos_token }}]", "conversation": HELLO})
+    assert status == 200 and rendered_text(answer) == f"[{EOS}]"
+
+
+# ---------------------------------------------------------------------------- tokens
+
+def test_tokens_of_a_benign_conversation_are_the_tokenizers_own(url, model_folder):
+    from tokenizers import Tokenizer
+    tokenizer = Tokenizer.from_file(str(model_folder / "tokenizer.json"))
+    conversation = [{"role": "user", "content": "Hello there, how are you?"}]
+    status, answer = post(url, "/api/render", {"template": DEMO.template, "add_generation_prompt": True,
+                                               "conversation": json.dumps(conversation)})
+    assert status == 200
+    text = oracle_render(DEMO.template, {"messages": conversation}, True, eos_token=EOS)
+    ids = [token["id"] for token in answer["tokens"]["items"]]
+    assert ids == tokenizer.encode(text, add_special_tokens=False).ids
+    controls = [t["text"] for t in answer["tokens"]["items"] if t["control"]]
+    assert controls == ["<|im_start|>", "<|im_end|>"] * 2 + ["<|im_start|>"]
+    inputs = "".join(t["text"] for t in answer["tokens"]["items"] if t["input"])
+    assert "Hello there, how are you?" in inputs and "<|im_start|>" not in inputs
+
+
+def test_tokens_of_an_injection_keep_only_the_templates_control_tokens(url, model_folder):
+    from tokenizers import Tokenizer
+    tokenizer = Tokenizer.from_file(str(model_folder / "tokenizer.json"))
+    fixture = json.loads(DEMO.conversation)
+    status, answer = post(url, "/api/render", {"template": DEMO.template, "add_generation_prompt": True,
+                                               "conversation": DEMO.conversation})
+    assert status == 200
+    tokens = answer["tokens"]
+    text = oracle_render(DEMO.template, fixture, True, eos_token=EOS)
+    assert tokenizer.decode([t["id"] for t in tokens["items"]], skip_special_tokens=False) == text
+    # the template's own: the same conversation with harmless contents has as many
+    harmless = {"messages": [{**m, "content": "x"} for m in fixture["messages"]]}
+    neutral = oracle_render(DEMO.template, harmless, True, eos_token=EOS)
+    expected = sum(neutral.count(token) for token in SPECIALS)
+    assert tokens["control"] == expected == sum(t["control"] for t in tokens["items"]) == 5
+    flat = tokenizer.encode(text, add_special_tokens=False).ids
+    special_ids = {tokenizer.token_to_id(token) for token in SPECIALS}
+    assert tokens["flat_control"] == sum(i in special_ids for i in flat) > expected
+    assert not any(t["control"] and t["input"] for t in tokens["items"])
+
+
+def test_without_a_tokenizer_the_render_has_no_tokens(bare_url):
+    status, answer = post(bare_url, "/api/render", {"template": "x", "conversation": HELLO})
+    assert status == 200 and "tokens" not in answer
+
+
+# ---------------------------------------------------------------------------- errors
+
+@pytest.mark.parametrize("template, line, column, kind", [
+    ("{{ messages[0].content }!", 1, 24, "TemplateSyntaxError"),
+    ("ok\n{% for m in %}\n{% endfor %}", 2, 13, "TemplateSyntaxError"),
+    ("a\nb\n  {{ raise_exception('no system role') }}", 3, 6, "TemplateError"),
+    ("{{ messages | nosuchfilter }}", 1, 4, "TemplateAssertionError"),  # the filtered expression
+])
+def test_template_errors_are_located_in_the_template_editor(bare_url, template, line, column, kind):
+    status, answer = post(bare_url, "/api/render", {"template": template, "conversation": HELLO})
+    error = answer["error"]
+    assert status == 400
+    assert (error["where"], error["line"], error["column"], error["kind"]) == ("template", line, column, kind)
+    assert error["text"].endswith("^")
+
+
+def test_a_template_that_raises_gives_its_message(bare_url):
+    status, answer = post(bare_url, "/api/render", {
+        "template": "{{ raise_exception('no system role') }}", "conversation": HELLO})
+    assert status == 400 and answer["error"]["message"] == "no system role"
+
+
+@pytest.mark.parametrize("field, text, line, column", [
+    ("conversation", '[\n  {"role": "user",\n   "content": "hi",}\n]', 3, 20),
+    ("conversation", "[{]", 1, 3),
+    ("kwargs", '{"a": 1,\n"b"}', 2, 4),
+])
+def test_json_errors_are_located_in_their_editor(bare_url, field, text, line, column):
+    body = {"template": "x", "conversation": HELLO, field: text}
+    status, answer = post(bare_url, "/api/render", body)
+    error = answer["error"]
+    assert status == 400 and (error["where"], error["line"], error["column"]) == (field, line, column)
+
+
+@pytest.mark.parametrize("field, text", [
+    ("conversation", '{"no": "messages"}'), ("conversation", "42"), ("kwargs", "[1]"),
+    ("conversation", '["not a message"]'),
+])
+def test_wrong_shapes_are_errors_of_their_editor(bare_url, field, text):
+    status, answer = post(bare_url, "/api/render", {"template": "{{ messages }}", "conversation": HELLO,
+                                                    field: text})
+    assert status == 400 and answer["error"]["where"] == field
+
+
+def test_a_deeply_nested_conversation_is_a_json_error(bare_url):
+    status, answer = post(bare_url, "/api/render", {"template": "x",
+                                                    "conversation": "[" * 100_000 + "]" * 100_000})
+    assert status == 400 and answer["error"]["where"] == "conversation"
+
+
+def test_a_hostile_template_stops_at_the_default_limits(bare_url):
+    start = time.perf_counter()
+    status, answer = post(bare_url, "/api/render", {
+        "template": "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+        "conversation": HELLO})
+    assert status == 400 and answer["error"]["kind"] == "LimitExceeded"
+    assert time.perf_counter() - start < 10
+
+
+def test_analysis_gives_variables_and_capabilities(bare_url):
+    status, answer = post(bare_url, "/api/analyze", {"template": DEMO.template})
+    assert status == 200
+    assert answer["variables"] == ["add_generation_prompt", "messages", "tools"]
+    assert answer["capabilities"]["tools"] is True and answer["capabilities"]["tool_call_ids"] is False
+    status, answer = post(bare_url, "/api/analyze", {"template": "{% if %}"})
+    assert status == 400 and answer["error"]["line"] == 1
+
+
+def test_state_lists_the_examples_and_the_models_templates(url, bare_url):
+    with urllib.request.urlopen(url + "api/state", timeout=30) as response:
+        state = json.load(response)
+    assert state["tokenizer"] is True and state["templates"] == {"default": DEMO.template}
+    assert state["special_tokens"] == {"eos_token": EOS}
+    assert [e["key"] for e in state["examples"]][0] == "demo"
+    with urllib.request.urlopen(bare_url + "api/state", timeout=30) as response:
+        assert json.load(response)["tokenizer"] is False
+
+
+# ---------------------------------------------------------------------------- HTTP, safely
+
+@pytest.mark.parametrize("method, path, body, headers, status", [
+    ("POST", "/api/render", b"{}", {"Host": "evil.example:80"}, 403),  # DNS rebinding
+    ("GET", "/", b"", {"Host": "attacker.test"}, 403),
+    ("POST", "/api/render", b"{}", {"Content-Type": "text/plain", "Content-Length": "2"}, 415),
+    ("POST", "/api/render", b"", {"Content-Type": "application/json"}, 411),
+    ("POST", "/api/render", b"", {"Content-Type": "application/json", "Content-Length": "999999999"}, 413),
+    ("POST", "/api/render", b"{nope", {"Content-Type": "application/json", "Content-Length": "5"}, 400),
+    ("POST", "/api/render", b"[]", {"Content-Type": "application/json", "Content-Length": "2"}, 400),
+    ("POST", "/api/render", b'{"template": 1}', {"Content-Type": "application/json", "Content-Length": "15"}, 400),
+    ("GET", "/api/nothing", b"", {}, 404),
+    ("GET", "/static/../api.py", b"", {}, 404),
+    ("GET", "/static/%2e%2e/api.py", b"", {}, 404),
+    ("GET", "/static/api.py", b"", {}, 404),
+    ("PUT", "/", b"", {}, 501),
+    ("DELETE", "/api/render", b"", {}, 501),
+])
+def test_every_refusal_is_a_json_error(bare_url, method, path, body, headers, status):
+    got, content_type, answer = raw(bare_url, method, path, body, headers)
+    assert (got, content_type) == (status, "application/json; charset=utf-8")
+    assert json.loads(answer)["error"]["message"]
+
+
+@pytest.mark.parametrize("request_line, status", [
+    (b"GET / HTTP/9x", None), (b"GET /" + b"a" * 70_000 + b" HTTP/1.1", b" 414 ")])
+def test_a_malformed_request_is_a_json_error(bare_url, request_line, status):
+    host, port = bare_url.split("//")[1].rstrip("/").split(":")
+    with contextlib.closing(socket.create_connection((host, int(port)), timeout=30)) as sock:
+        sock.sendall(request_line + b"\r\nHost: localhost\r\n\r\n")
+        reply = sock.makefile("rb").read()
+    if status is None:  # the standard library answers a request it cannot read in HTTP/0.9: no head
+        head, body = b"", reply
+    else:
+        head, _, body = reply.partition(b"\r\n\r\n")
+    assert (status or b"") in head.split(b"\r\n")[0] and json.loads(body)["error"]["message"]
+
+
+def test_a_bug_of_ours_is_a_json_error_not_a_traceback(bare_url, monkeypatch):
+    def broken(self, request):
+        raise RuntimeError("a bug")
+    monkeypatch.setattr(Playground, "render", broken)
+    status, answer = post(bare_url, "/api/render", {"template": "x"})
+    assert status == 500 and answer["error"] == {"kind": "InternalError", "message": "RuntimeError: a bug"}
+
+
+def test_the_page_loads_only_its_own_files(bare_url):
+    status, content_type, page = raw(bare_url, "GET", "/")
+    assert status == 200 and content_type.startswith("text/html")
+    static = ROOT / "interpreter" / "playground" / "static"
+    for path in sorted(static.glob("[!.]*")):
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"(src|href)=\"(https?:)?//", text) and "https://" not in text, path.name
+        got, _, body = raw(bare_url, "GET", f"/static/{path.name}")
+        assert got == 200 and body == path.read_bytes()
+    with urllib.request.urlopen(bare_url, timeout=30) as response:
+        assert "default-src 'self'" in response.headers["Content-Security-Policy"]
+
+
+# ---------------------------------------------------------------------------- the command
+
+def test_the_command_prints_its_url_serves_and_stops_on_ctrl_c(model_folder):
+    process = subprocess.Popen([sys.executable, "-m", "jinjamark.playground", "--port", "0",
+                                "--model", str(model_folder)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert found, line
+        with urllib.request.urlopen(found.group(0) + "api/state", timeout=30) as response:
+            assert json.load(response)["model"] == model_folder.name
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0
+        assert "Traceback" not in process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.parametrize("options", [["--model", "/no/such/folder"], ["--template", "/no/such.jinja"],
+                                     ["--port", "99999"]])
+def test_the_command_reports_what_it_cannot_load_in_one_line(options):
+    result = subprocess.run([sys.executable, "-m", "jinjamark.playground", *options],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("jinjamark serve: error: ")
