@@ -1,0 +1,95 @@
+"""Retained memory of a compiled template: what it keeps alive once compiled, per engine.
+
+Measured with `tracemalloc` (every block Python's allocators hand out, objects and buffers alike):
+the template is first compiled once in another environment, so that whatever an engine builds once
+per process (regular expressions, parser tables, lazily made tables) exists already; then a fresh
+environment is made, tracing starts, the engine's own compile step runs (`from_string`, a distinct
+trailing comment so that no cache can answer), the collector runs, and the traced bytes still
+allocated are what compiling that template keeps. For Jinja2 that is its Template with the module
+namespace, functions and code objects of the Python it generated; for jinjamark its Template (the
+AST, the analysis of scopes and blocks, whatever the compiler keeps). The environment's own cache
+entry (a dict slot: the key's strings are the template's own) counts too, for both.
+minijinja keeps its templates in Rust's heap, which tracemalloc does not see: it is left out.
+A ChatTemplate (what a jinjamark user holds: the Template plus its options) is reported alongside.
+"""
+from __future__ import annotations
+
+import gc
+import statistics
+import sys
+import tracemalloc
+from pathlib import Path
+from typing import Any, Callable
+
+from engines import ENGINES, attempt, context, jinjamark_compile, jinjamark_render
+from timing import percentile
+
+MEASURED = {  # label: (engine, compile step, a render of what it gives)
+    "jinjamark": ("jinjamark", ENGINES["jinjamark"].from_string,
+                  lambda template, fixture: template.render(**context(fixture))),
+    "jinja2": ("jinja2", ENGINES["jinja2"].from_string,
+               lambda template, fixture: template.render(**context(fixture))),
+    "jinjamark ChatTemplate": ("jinjamark", jinjamark_compile, jinjamark_render),
+}
+
+
+def retained(engine: str, compile_: Callable[[Any, str], Any], render: Callable[[Any], Any],
+             source: str) -> tuple[int, int]:
+    """Bytes still allocated after compiling `source` in a fresh environment (see the module doc),
+    and after its first render as well (an engine may build parts of a template on first use)."""
+    fresh = ENGINES[engine].fresh
+    attempt(lambda: render(compile_(fresh(), source + "{# warm-up #}")))
+    env = fresh()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        template = compile_(env, source + "{# measured #}")
+        gc.collect()
+        compiled = tracemalloc.get_traced_memory()[0] - before
+        _, error = attempt(lambda: render(template))
+        gc.collect()
+        rendered = tracemalloc.get_traced_memory()[0] - before if error is None else None
+    finally:
+        tracemalloc.stop()
+    del template
+    return compiled, rendered
+
+
+def run(templates: list[Path], fixture: dict, progress: bool = True) -> dict:
+    """Every template that both engines compile; the render is of `fixture`."""
+    rows = []
+    for path in templates:
+        source = path.read_text(encoding="utf-8")
+        row, ok = {"template": path.stem}, True
+        for label, (engine, compile_, render) in MEASURED.items():
+            kept, error = attempt(lambda: retained(engine, compile_,
+                                                   lambda t: render(t, fixture), source))
+            ok = ok and error is None
+            if kept is not None:
+                row[label], row[f"{label} rendered"] = kept
+        if ok:
+            rows.append(row)
+        if progress:
+            print("m", end="", file=sys.stderr, flush=True)
+    if progress:
+        print(file=sys.stderr)
+    return summarize(rows)
+
+
+def summarize(rows: list[dict]) -> dict:
+    out: dict[str, Any] = {"templates": len(rows), "rows": rows}
+    if not rows:
+        return out
+    for label in MEASURED:
+        out[f"median bytes {label}"] = statistics.median(r[label] for r in rows)
+    for label in ("jinjamark", "jinjamark ChatTemplate"):
+        for after in ("", " rendered"):
+            both = [r for r in rows if r.get(label + after) and r.get("jinja2" + after)]
+            if not both:
+                continue
+            ratios = [r[label + after] / r["jinja2" + after] for r in both]
+            out[f"{label}/jinja2{after}"] = {
+                "n": len(both), "median": statistics.median(ratios), "p90": percentile(ratios, 90),
+                "summed": sum(r[label + after] for r in both) / sum(r["jinja2" + after] for r in both)}
+    return out
