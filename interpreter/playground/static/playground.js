@@ -136,6 +136,10 @@ async function update() {
   for (const editor of Object.values(editors)) clearMark(editor);
   const error = rendered.error || analysed.error;
   showError(error);
+  // what an error leaves on the page is the last good answer: shown dimmed
+  $("render-output").classList.toggle("stale", Boolean(rendered.error));
+  $("tokens-output").classList.toggle("stale", Boolean(rendered.error));
+  $("analysis-output").classList.toggle("stale", Boolean(analysed.error));
   if (!rendered.error) showRender(rendered);
   if (!analysed.error) showAnalysis(analysed);
   if (error) setStatus("error", `${error.kind || "error"}`);
