@@ -58,8 +58,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     started = time.perf_counter()
     if "warm" in sections:
         step(f"corpus: {len(templates)} templates x {len(conversations)} conversations")
-        data["corpus"] = corpus_bench.summarize(
-            corpus_bench.run(templates, conversations, count, budget))
+        measured = corpus_bench.run(templates, conversations, count, budget)
+        data["corpus"] = corpus_bench.summarize(measured)
+        data["corpus_cases"], data["corpus_compiles"] = measured.cases, measured.compiles
     if "curve" in sections:
         step("render time against conversation length")
         data["curve"] = length_curve.run(args.quick, count, budget)

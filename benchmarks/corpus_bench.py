@@ -150,9 +150,9 @@ def summarize(results: CorpusResults) -> dict:
     out["median_seconds"] = {
         "warm": {name: median_of(results.cases, name) for name in [*ENGINES, "parts"]},
         "compile": {name: median_of(results.compiles, name) for name in ENGINES}}
-    worst = max(results.cases, key=lambda c: c["ratios"]["jinjamark/jinja2"], default=None)
-    if worst is not None:
-        out["warm/jinja2"]["worst_case"] = f"{worst['template']} x {worst['conversation']}"
+    by_ratio = sorted(results.cases, key=lambda c: c["ratios"]["jinjamark/jinja2"], reverse=True)
+    out["worst_cases"] = [(f"{c['template']} x {c['conversation']}", c["ratios"]["jinjamark/jinja2"])
+                          for c in by_ratio[:5]]
     return out
 
 

@@ -58,6 +58,9 @@ def targets(data: dict) -> list[tuple[str, str, Optional[float], Optional[float]
     rows: list[tuple[str, str, Optional[float], Optional[float]]] = []
     corpus, curve = data.get("corpus"), data.get("curve")
     if corpus:
+        t = corpus["tally"]["jinjamark"]
+        rows.append((f"renders equal to Jinja2 (of {t['equal'] + t['differ'] + t['raised']} corpus "
+                     f"cases Jinja2 renders)", "all", None, None))
         warm = {o: corpus.get(f"warm/{o}", {}) for o in OTHERS}
         rows += [("warm render, median of per-case ratios", "<= 1.00", *pair(warm, "median")),
                  ("warm render, p90 of per-case ratios", "<= 2.00", *pair(warm, "p90")),
@@ -117,6 +120,12 @@ def target_table(data: dict) -> list[str]:
     lines = ["| target | bound | jinjamark / Jinja2 | jinjamark / minijinja | |",
              "|---|---|---|---|---|"]
     for what, bound, j2, mj in targets(data):
+        if bound == "all":  # the correctness row: counts, not ratios
+            t = data["corpus"]["tally"]["jinjamark"]
+            met = "met" if t["differ"] == t["raised"] == 0 else "NOT met"
+            lines.append(f"| {what} | all | {t['equal']} equal, {t['differ']} differ, "
+                         f"{t['raised']} raise | | {met} |")
+            continue
         lines.append(f"| {what} | {bound} | {x(j2)} | {x(mj)} | {verdict(bound, j2)} |")
     return lines
 
@@ -142,11 +151,11 @@ def corpus_detail(corpus: dict) -> list[str]:
     lines = ["| median time per case | " + " | ".join([*ENGINES, "jinjamark render_parts"]) + " |",
              "|---|" + "---|" * (len(ENGINES) + 1)]
     lines.append("| warm render | " + " | ".join(us(med["warm"].get(n)) for n in [*ENGINES, "parts"]) + " |")
-    lines.append("| compile (from_string) | " + " | ".join(us(med["compile"].get(n)) for n in ENGINES)
+    lines.append("| compile (from_string) | " + " | ".join(ms(med["compile"].get(n), 2) for n in ENGINES)
                  + " | |")
-    worst = corpus.get("warm/jinja2", {}).get("worst_case")
-    if worst:
-        lines.append(f"\nworst warm case against Jinja2: {worst}")
+    if corpus.get("worst_cases"):
+        lines.append("\nslowest warm cases against Jinja2: " + "; ".join(
+            f"{case} {x(r)}" for case, r in corpus["worst_cases"]))
     return lines
 
 
@@ -191,8 +200,8 @@ def us(seconds: Optional[float]) -> str:
     return "-" if seconds is None else f"{seconds * 1e6:.2f} µs"
 
 
-def ms(seconds: Optional[float]) -> str:
-    return "-" if seconds is None else f"{seconds * 1e3:.1f} ms"
+def ms(seconds: Optional[float], digits: int = 1) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.{digits}f} ms"
 
 
 def print_report(data: dict) -> None:
