@@ -52,7 +52,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _run(argv: list[str]) -> int:
-    args = build_parser(argv).parse_args(argv)
+    parser = build_parser(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and args.command is not _no_playground:  # serve's options are unknown without it
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return args.command(args)
     except UsageError as error:
@@ -92,7 +95,8 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         description="Render Jinja chat templates and see which characters came from input.")
     parser.add_argument("--version", action="version", version=f"jinjamark {__version__}",
                         help="print the version and exit")
-    commands = parser.add_subparsers(dest="command_name", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command_name", required=True, metavar="COMMAND",
+                                     help="what to do ('jinjamark COMMAND --help' for its options)")
     for add in (add_render, add_tokens, add_check, add_diff, add_ast):
         add(commands)
     add_serve(commands, serving="serve" in [a for a in argv if not a.startswith("-")][:1])

@@ -32,7 +32,7 @@ LIMIT_HELP = {
     "max_range": "items of one range()",
     "max_repeat": "items made by one repetition ('ab' * n) or list sum",
     "max_power_bits": "bits of an integer made by ** or *",
-    "max_format_width": "widths and precisions of %, format, center, indent",
+    "max_format_width": "widths and precisions of %%, format, center, indent",
     "max_work": "work of builtins per render, in units of about 1 ns",
     "deadline": "seconds of wall clock per render",
 }
