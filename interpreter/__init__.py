@@ -14,6 +14,7 @@ from .loaders import (BaseLoader, ChoiceLoader, DictLoader, FileSystemLoader, Fu
                       PackageLoader, PrefixLoader, TemplateNotFound, TemplatesNotFound)
 from .marks import Marked
 from .output import Part
+from .sandbox import unsafe
 from .undefined import (ChainableUndefined, DebugUndefined, StrictUndefined, Undefined,
                         make_logging_undefined)
 from .values import mark_input
@@ -28,7 +29,7 @@ __all__ = [
     "TemplateRuntimeError", "TemplateSyntaxError", "UndefinedError",
     "Extension", "Limits", "Marked", "Part", "ChainableUndefined", "StrictUndefined", "Undefined",
     "DebugUndefined", "make_logging_undefined",
-    "keeps_marks", "mark_input",
+    "keeps_marks", "mark_input", "unsafe",
     "BaseLoader", "ChoiceLoader", "DictLoader", "FileSystemLoader", "FunctionLoader",
     "PackageLoader", "PrefixLoader", "TemplateNotFound", "TemplatesNotFound", "select_autoescape",
 ]

@@ -20,7 +20,7 @@ from .composition import GUARDED, TOPLEVEL_BLOCKS, analyse, composes, run_templa
 from .evaluator import CORE_HANDLERS, DECLARED, Evaluator, LoopSignal
 from .expressions import BINARY
 from .ext import Extension, install, parser_for, resolve
-from . import compile_checks, limits, template_api, tracking
+from . import compile_checks, limits, sandbox, template_api, tracking
 from .limits import DEFAULT_LIMITS, Limits
 from .output import Part, to_parts
 from .scope import Scope, declarations
@@ -44,8 +44,9 @@ def _option(field: str) -> Any:
     return property(get, put)
 
 
-class Environment(TemplateLoading):
-    """Options and registries shared by the templates made from it (Jinja2's defaults)."""
+class Environment(sandbox.SandboxHooks, TemplateLoading):
+    """Options and registries shared by the templates made from it (Jinja2's defaults), with
+    Jinja2's sandbox hooks for host objects (sandbox.py)."""
 
     def __init__(self, block_start_string: str = "{%", block_end_string: str = "%}",
                  variable_start_string: str = "{{", variable_end_string: str = "}}",
@@ -92,6 +93,7 @@ class Environment(TemplateLoading):
                                          "urlize.target": None, "urlize.extra_schemes": None}
         self.handlers = dict(CORE_HANDLERS)
         self.operators: dict[str, Callable] = dict(BINARY)
+        self.binop_table, self.unop_table = dict(self.default_binop_table), dict(self.default_unop_table)
         install(self, self.extensions)  # conflicts between extensions are ExtensionErrors
         self.finalize = finalize
         # strict_extensions: Lark's strict mode, so that grammar conflicts fail instead of being
@@ -359,10 +361,11 @@ class Template:
         if env.autoescape:
             ev.default_autoescape = initial_autoescape(env, self.name)
             set_autoescape(ev, ev.default_autoescape)
-        token = limits.activate(env.limits)
+        token, policy = limits.activate(env.limits), sandbox.enter(env)
         try:
             return self._run(ev, context, overlay)
         finally:
+            sandbox.leave(policy)
             limits.deactivate(token)
 
     def base_scope(self, overlay: Optional[dict] = None) -> Scope:

@@ -10,13 +10,17 @@ from .markup import Markup, escape_text
 from .numbers import InputRange, is_input_number
 from .runtime import Cycler, Function, Joiner, Namespace
 
+class RangeTooBig(LimitExceeded, OverflowError):
+    """A `range()` past `Limits.max_range`: also an OverflowError, as Jinja2's sandbox raises."""
+
+
 def safe_range(*args: int) -> Any:
     """`range(...)`, refused beyond `Limits.max_range` items (100,000 by default, as Jinja2's
     sandbox refuses it)."""
     numbers = range(*args)
     most = limits.current().max_range
     if len(numbers) > most:
-        raise LimitExceeded("Range too big. The sandbox blocks ranges larger than"
+        raise RangeTooBig("Range too big. The sandbox blocks ranges larger than"
                             f" MAX_RANGE ({most}).")
     if any(is_input_number(arg) for arg in args):  # numbers counted from input are input
         return InputRange(numbers)

@@ -84,7 +84,10 @@ def all_input(value: Any, depth: int = 0, memo: Optional[dict] = None) -> Any:
         return (all_input(item, depth + 1) for item in value)
     if hasattr(value, "__html__") and not hasattr(type(value), "jinja_attribute"):
         return all_input(Markup(value.__html__()), depth)  # printed by its __html__ when escaping
-    return value  # an object prints as its kind only (values.safe_repr)
+    from .values import is_host_object
+    if is_host_object(value) and not isinstance(value, type):  # read as a host object,
+        return (InputCallable if callable(value) else InputObject)(value)  # all of it input
+    return value  # a class, or one of ours
 
 
 def _all_input_container(value: Any, depth: int, memo: dict) -> Any:
@@ -113,3 +116,68 @@ def _input_number(value: Any) -> Any:
 
 
 _VIEWS = {type({}.keys()): "keys", type({}.values()): "values", type({}.items()): "items"}
+
+
+class InputObject:
+    """A host object a host function made from input (a `SimpleNamespace` of the user's text):
+    a template reads it as a host object (sandbox.py), and everything read from it, its text
+    when printed included, is input. Without it, its attributes and `str()` would print the
+    user's characters as template text."""
+
+    jinja_type_name = "object"
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def jinja_attribute(self, name: str) -> Any:
+        from .values import REFUSED, host_attribute
+        found = host_attribute(self.obj, name)
+        if found is None:
+            raise KeyError(name)
+        if found[0] is REFUSED:
+            from .runtime import unsafe_attribute
+            from .undefined import Undefined
+            return unsafe_attribute(Undefined, self.obj, name)
+        return all_input(found[0])
+
+    def jinja_item(self, key: Any) -> Any:
+        return all_input(self.obj[key])
+
+    def jinja_holds_input(self, check: Callable[[Any], bool]) -> bool:
+        return True
+
+    def __iter__(self) -> Any:
+        return iter(all_input(list(self.obj)))
+
+    def __len__(self) -> int:
+        return len(self.obj)
+
+    def __bool__(self) -> bool:
+        return bool(self.obj)
+
+    def __eq__(self, other: Any) -> bool:
+        return self.obj == (other.obj if type(other) is InputObject else other)
+
+    def __hash__(self) -> int:
+        return hash(self.obj)
+
+    def __repr__(self) -> str:
+        """Printed, it shows its kind only (as before host objects were readable): its own text
+        would be the user's characters, which only a character map could keep marked."""
+        return f"<{type(self.obj).__name__} object>"
+
+    __str__ = __repr__
+
+
+class InputCallable(InputObject):
+    """A callable host object made from input: what calling it returns is input too."""
+
+    __slots__ = ()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from . import sandbox
+        if not sandbox.is_safe_callable(self.obj):
+            from .errors import SecurityError
+            raise SecurityError(f"{type(self.obj).__name__!r} is not safely callable")
+        return all_input(self.obj(*args, **kwargs))

@@ -23,6 +23,11 @@ def type_name(obj: Any) -> str:
     return f"{name} object"
 
 
+def is_undefined(obj: Any) -> bool:
+    """Whether `obj` is undefined (Jinja2's `is_undefined`, for filters and globals)."""
+    return isinstance(obj, Undefined)
+
+
 class Undefined:
     """The value of a missing name, attribute or item. Prints as '' and iterates as empty."""
 

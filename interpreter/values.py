@@ -3,13 +3,17 @@
 Templates hold plain data (str and marked str, int, float, bool, None, list, tuple, dict), the
 objects of `runtime`, `Undefined`s, and callables an embedder registered. Attribute and item
 access go through `get_attribute` / `get_item` only: no Python attribute of a value is ever
-reachable, which is what makes the sandbox hold by construction.
+reachable, which is what makes the sandbox hold by construction. A host object (any other
+value the embedder passes: a dataclass, a named tuple, a date) is read as Jinja2's sandbox reads
+it, under the environment's `is_safe_attribute` (sandbox.py).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
-from . import marks
+import types
+
+from . import marks, sandbox
 from .markup import SafeMixed
 from .marks import Input, Marked, Mixed, concat
 from .methods import DICT_METHODS, MUTATING_METHODS, STR_METHODS, lookup_method, is_unsafe_method
@@ -42,6 +46,8 @@ def to_string(value: Any) -> str:
         return value
     if t is TemplateModule:  # an imported template prints what it rendered
         return value.body
+    if is_host_object(value) and _prints_itself(value):  # a date, an object's own __str__
+        return str(value)
     return safe_repr(value)
 
 
@@ -56,7 +62,20 @@ def safe_repr(value: Any) -> str:
         return repr(value)
     if callable(value):
         return f"<callable {getattr(value, '__name__', type(value).__name__)}>"
+    if is_host_object(value) and type(value).__repr__ is not object.__repr__:
+        return repr(value)  # a dataclass, a date: its own repr (what Jinja2 shows in a list)
     return f"<{type(value).__name__} object>"
+
+
+def _prints_itself(value: Any) -> bool:
+    """Whether a host object has its own text (`__str__` or `__repr__`): printed with str() as
+    in Jinja2. Without one, Python's default text shows a module path and a memory address,
+    which no template may see: it prints as its kind (safe_repr). A callable, class or module
+    prints as its kind too."""
+    t = type(value)
+    if callable(value) or isinstance(value, types.ModuleType):
+        return False
+    return t.__str__ is not object.__str__ or t.__repr__ is not object.__repr__
 
 
 _VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
@@ -207,6 +226,11 @@ def _python_has(obj: Any, name: str) -> bool:
     Only the type is asked, never the value; a global function is asked about what it wraps."""
     if type(obj) is Function:
         return hasattr(type(obj.fn), name) or hasattr(obj.fn, name) and name.startswith("__")
+    if is_host_object(obj):  # its own attributes too, as Jinja2 asks getattr
+        try:
+            return hasattr(obj, name)
+        except Exception:
+            return True
     return hasattr(type(obj), name)
 
 
@@ -224,7 +248,45 @@ def _attribute(obj: Any, name: str, undefined: type, mutable: bool) -> Any:
             return reader(obj, name)
         except KeyError:
             return _ABSENT
+    if is_host_object(obj):
+        return _host_attribute(obj, name, undefined)
     return _ABSENT
+
+
+# The types of jinjamark's value model: everything else an embedder passes is a host object.
+_MODEL = frozenset({str, int, float, bool, complex, type(None), list, tuple, dict, set, frozenset,
+                    bytes, bytearray, range, slice, InputInt, InputFloat, InputBytes, InputRange,
+                    *_VIEWS})
+
+
+def is_host_object(obj: Any) -> bool:
+    """Whether `obj` is outside jinjamark's value model (read with Jinja2's sandbox rules)."""
+    t = type(obj)
+    return not (t in _MODEL or hasattr(t, "jinja_attribute") or isinstance(obj, (Marked, Undefined)))
+
+
+def host_attribute(obj: Any, name: str) -> Optional[tuple]:
+    """`obj.name` of a host object as Jinja2's sandbox reads it: `(value,)`, `(REFUSED,)` when
+    the environment's `is_safe_attribute` says no, or None when there is no such attribute."""
+    if name.startswith("_") or isinstance(obj, types.ModuleType):
+        # ours too: a module passed in is no way to its globals
+        return (REFUSED,) if _python_has(obj, name) or type(obj) is types.ModuleType else None
+    try:
+        value = getattr(obj, name)
+    except AttributeError:
+        return None
+    return (value if sandbox.is_safe_attribute(obj, name, value) else REFUSED,)
+
+
+REFUSED = object()
+
+
+def _host_attribute(obj: Any, name: str, undefined: type) -> Any:
+    """`obj.name` of a host object, or an undefined that refuses to be used."""
+    found = host_attribute(obj, name)
+    if found is None:
+        return _ABSENT
+    return unsafe_attribute(undefined, obj, name) if found[0] is REFUSED else found[0]
 
 
 _INDEXED = (tuple, bytes, bytearray, range, InputRange)
@@ -243,8 +305,13 @@ def _item(obj: Any, key: Any) -> Any:
             raise TypeError("string indices must be integers")
         # Markup and other str subclasses index themselves; str and Marked keep their marks
         return marks.getitem(obj, key) if t is str or t is Input or t is Mixed else obj[key]
-    if hasattr(t, "jinja_attribute") and isinstance(key, str):
-        return t.jinja_attribute(obj, key)
+    if hasattr(t, "jinja_attribute"):
+        if hasattr(t, "jinja_item"):  # an object read by key its own way (hostcalls.InputObject)
+            return obj.jinja_item(key)
+        if isinstance(key, str):
+            return t.jinja_attribute(obj, key)
+    elif hasattr(t, "__getitem__") and is_host_object(obj):  # its own __getitem__, as Jinja2
+        return obj[key]
     raise TypeError(f"{t.__name__} is not subscriptable")
 
 

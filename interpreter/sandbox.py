@@ -1,0 +1,208 @@
+"""Host objects under Jinja2's sandbox rules: what a template may read and call of them.
+
+A host object is any value the embedding program passes that is not part of jinjamark's value
+model (a dataclass, a named tuple, a `datetime.date`, an object of its own). Templates read it as
+Jinja2's `SandboxedEnvironment` does: public attributes (an item when there is no attribute),
+its own `__getitem__`, `str()` to print; names starting with `_`, Python's internals
+(`is_internal_attribute`) and callables marked `@unsafe` (or `alters_data`, as Django's) are
+refused. The environment decides through `is_safe_attribute(obj, attr, value)` and
+`is_safe_callable(obj)`, which an `Environment` subclass may override, as in Jinja2.
+
+The values of jinjamark's own model (str, numbers, lists, dicts, the loop, macros ...) keep their
+fixed tables (values.py, methods.py): the sandbox holds for them by construction, and these
+hooks are asked about host objects only.
+
+The render's environment is known here through a context variable that `Template` sets for the
+duration of a render; outside a render the defaults below decide.
+"""
+from __future__ import annotations
+
+import contextvars
+import operator
+import types
+from collections import abc
+from typing import Any, Callable, Optional, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+MAX_RANGE = 100_000  # Jinja2's sandbox constant; jinjamark's bound is `Limits.max_range` (the same)
+
+# Attributes of Python's own objects that reach code and frames; every `__dunder__` is refused too.
+UNSAFE_FUNCTION_ATTRIBUTES: frozenset = frozenset()
+UNSAFE_METHOD_ATTRIBUTES: frozenset = frozenset()
+UNSAFE_GENERATOR_ATTRIBUTES = frozenset({"gi_frame", "gi_code", "gi_yieldfrom"})
+UNSAFE_COROUTINE_ATTRIBUTES = frozenset({"cr_frame", "cr_code", "cr_await"})
+UNSAFE_ASYNC_GENERATOR_ATTRIBUTES = frozenset({"ag_code", "ag_frame", "ag_await"})
+# and those of the old Python 2 names Jinja2's documentation names (func_code, func_globals ...)
+_OLD_FUNCTION_ATTRIBUTES = frozenset({"func_closure", "func_code", "func_dict", "func_defaults",
+                                      "func_globals", "im_class", "im_func", "im_self"})
+
+# The methods that change a container of each abstract kind (ImmutableSandboxedEnvironment's).
+_MUTATING: tuple = (
+    (abc.MutableSet, frozenset({"add", "clear", "difference_update", "discard", "pop", "remove",
+                                "symmetric_difference_update", "update",
+                                "intersection_update"})),
+    (abc.MutableMapping, frozenset({"clear", "pop", "popitem", "setdefault", "update"})),
+    (abc.MutableSequence, frozenset({"append", "clear", "pop", "reverse", "insert", "sort",
+                                     "extend", "remove"})),
+    (__import__("collections").deque, frozenset({"append", "appendleft", "clear", "extend",
+                                                 "extendleft", "pop", "popleft", "remove",
+                                                 "rotate"})),
+)
+
+
+def unsafe(fn: F) -> F:
+    """Mark a function or method as never callable from a template (Jinja2's `sandbox.unsafe`)."""
+    fn.unsafe_callable = True  # type: ignore[attr-defined]
+    return fn
+
+
+def is_internal_attribute(obj: Any, attr: str) -> bool:
+    """Whether `attr` of `obj` is one of Python's internals a template must never reach: every
+    `__dunder__` name, a function's or generator's code and frame, a type's `mro`, anything of a
+    code, frame or traceback object (Jinja2's rule, and the Python 2 `func_*` names)."""
+    if isinstance(obj, (types.FunctionType, types.MethodType, types.BuiltinFunctionType)):
+        if attr in UNSAFE_FUNCTION_ATTRIBUTES or attr in _OLD_FUNCTION_ATTRIBUTES:
+            return True
+        if isinstance(obj, types.MethodType) and attr in UNSAFE_METHOD_ATTRIBUTES:
+            return True
+    elif isinstance(obj, type):
+        if attr == "mro":
+            return True
+    elif isinstance(obj, (types.CodeType, types.TracebackType, types.FrameType)):
+        return True
+    elif isinstance(obj, types.GeneratorType):
+        if attr in UNSAFE_GENERATOR_ATTRIBUTES:
+            return True
+    elif isinstance(obj, types.CoroutineType):
+        if attr in UNSAFE_COROUTINE_ATTRIBUTES:
+            return True
+    elif isinstance(obj, types.AsyncGeneratorType):
+        if attr in UNSAFE_ASYNC_GENERATOR_ATTRIBUTES:
+            return True
+    return attr.startswith("__")
+
+
+def modifies_known_mutable(obj: Any, attr: str) -> bool:
+    """Whether `attr` is a method that changes `obj`, a list, dict, set or deque (or one of their
+    abstract kinds): what the immutable sandbox refuses."""
+    for kind, names in _MUTATING:
+        if isinstance(obj, kind):
+            return attr in names
+    return False
+
+
+def default_is_safe_attribute(obj: Any, attr: str, value: Any) -> bool:
+    """Jinja2's `SandboxedEnvironment.is_safe_attribute`: no `_` names, no internals."""
+    return not (attr.startswith("_") or is_internal_attribute(obj, attr))
+
+
+def default_is_safe_callable(obj: Any) -> bool:
+    """Jinja2's `SandboxedEnvironment.is_safe_callable`: not marked unsafe, nor `alters_data`."""
+    return not (getattr(obj, "unsafe_callable", False) or getattr(obj, "alters_data", False))
+
+
+# Jinja2's operator tables, for `call_binop` / `call_unop` of the intercepted operators.
+DEFAULT_BINOP_TABLE: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+    "//": operator.floordiv, "**": operator.pow, "%": operator.mod,
+}
+DEFAULT_UNOP_TABLE: dict[str, Callable[[Any], Any]] = {"+": operator.pos, "-": operator.neg}
+
+
+# ---------------------------------------------------------------------------- the render's policy
+
+_environment: contextvars.ContextVar[Optional[Any]] = contextvars.ContextVar(
+    "jinjamark_sandbox_environment", default=None)
+
+
+def enter(environment: Any) -> contextvars.Token:
+    """Make `environment` the one whose hooks decide until `leave` (a render)."""
+    return _environment.set(environment)
+
+
+def leave(token: contextvars.Token) -> None:
+    _environment.reset(token)
+
+
+def is_safe_attribute(obj: Any, attr: str, value: Any) -> bool:
+    env = _environment.get()
+    if env is None:
+        return default_is_safe_attribute(obj, attr, value)
+    return bool(env.is_safe_attribute(obj, attr, value))
+
+
+def is_safe_callable(obj: Any) -> bool:
+    env = _environment.get()
+    if env is None:
+        return default_is_safe_callable(obj)
+    return bool(env.is_safe_callable(obj))
+
+
+def is_immutable() -> bool:
+    env = _environment.get()
+    return bool(env is not None and env.immutable)
+
+
+# ---------------------------------------------------------------------------- the environment's
+
+class SandboxHooks:
+    """Jinja2's `SandboxedEnvironment` API on `Environment`: the hooks a subclass may override
+    and the operator interception (`intercepted_binops` names the operators whose every use the
+    compiled template sends through `call_binop`; empty by default, as in Jinja2)."""
+
+    sandboxed = True
+    default_binop_table = DEFAULT_BINOP_TABLE
+    default_unop_table = DEFAULT_UNOP_TABLE
+    intercepted_binops: frozenset = frozenset()
+    intercepted_unops: frozenset = frozenset()
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        """Whether a template may read `attr` (giving `value`) of the host object `obj`."""
+        if not default_is_safe_attribute(obj, attr, value):
+            return False
+        return not (getattr(self, "immutable", False) and modifies_known_mutable(obj, attr))
+
+    def is_safe_callable(self, obj: Any) -> bool:
+        """Whether a template may call the host callable `obj`."""
+        return default_is_safe_callable(obj)
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        """`left operator right` for an intercepted operator: `binop_table`'s function, under
+        the render's limits when it is the default one."""
+        fn = self.binop_table[operator]
+        if fn is DEFAULT_BINOP_TABLE.get(operator):
+            return _default_binop(self, operator, fn, left, right)
+        from .hostcalls import host_result
+        return host_result(fn, fn(left, right), (left, right), None)
+
+    def call_unop(self, context: Any, operator: str, arg: Any) -> Any:
+        """`operator arg` for an intercepted unary operator (`+`, `-`)."""
+        fn = self.unop_table[operator]
+        if fn is DEFAULT_UNOP_TABLE.get(operator):
+            return fn(arg)
+        from .hostcalls import host_result
+        return host_result(fn, fn(arg), (arg,), None)
+
+    def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
+        """What a refused attribute reads as: an undefined that is a SecurityError when used."""
+        from .runtime import unsafe_attribute
+        return unsafe_attribute(self.undefined, obj, attribute)
+
+
+def _default_binop(env: Any, op: str, fn: Callable, left: Any, right: Any) -> Any:
+    """Jinja2's default operator, with our limits and safe-text rules."""
+    from .formatting import percent_format
+    from .markup import is_safe, markup_add, markup_mod
+    if op == "**":
+        env.limits.check_power(left, right)
+    elif op == "*":
+        env.limits.check_repeat(left, right)
+        env.limits.check_product(left, right)
+    elif op == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
+        env.limits.check_size(len(left) + len(right))
+        if is_safe(left) or is_safe(right):
+            return markup_add(left, right)
+    elif op == "%" and isinstance(left, str):
+        return markup_mod(left, right) if is_safe(left) else percent_format(left, right)
+    return fn(left, right)
