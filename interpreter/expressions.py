@@ -120,6 +120,12 @@ def call_value(func: Any, args: list, kwargs: dict, autoescape: Any = None) -> A
         return func.invoke(func, tuple(args), kwargs, autoescape)
     if type(func) in _OWN_CALLABLES:  # they keep marks; the host's functions are taken fail safe
         return func(*args, **kwargs)
+    from . import sandbox  # the environment's is_safe_callable (Jinja2's: no @unsafe callables)
+    if not sandbox.is_safe_callable(func):
+        from .errors import SecurityError
+        name = getattr(func, "__name__", None)  # never its repr: no host repr reaches a template
+        raise SecurityError(f"{name if isinstance(name, str) else type(func).__name__!r} is not "
+                            "safely callable")
     charge_walk(*args, *kwargs.values())  # what a host function may print, compare or hash
     return host_result(func, func(*args, **kwargs), args, kwargs)
 
