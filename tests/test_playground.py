@@ -269,6 +269,17 @@ def test_analysis_gives_variables_and_capabilities(bare_url):
     assert status == 400 and answer["error"]["line"] == 1
 
 
+def test_analysis_of_a_template_too_costly_to_probe_is_its_ast_part_and_quick(bare_url):
+    """The probes would render it some twenty times to the loop limit (a minute of work)."""
+    template = ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+                "{{ messages[0].content }}{% generation %}{% endgeneration %}")
+    start = time.perf_counter()
+    status, answer = post(bare_url, "/api/analyze", {"template": template})
+    assert time.perf_counter() - start < 5
+    assert status == 200 and answer["capabilities"] is None and "limit" in answer["not_probed"]
+    assert (answer["variables"], answer["keys"], answer["has_generation"]) == (["messages"], ["content"], True)
+
+
 def test_state_lists_the_examples_and_the_models_templates(url, bare_url):
     with urllib.request.urlopen(url + "api/state", timeout=30) as response:
         state = json.load(response)

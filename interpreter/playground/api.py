@@ -14,9 +14,13 @@ import json
 import os
 from typing import Any, Optional
 
-from ..chat import ChatTemplate
-from ..chat.analysis import analyze
-from ..errors import TemplateError
+from ..builtin_extensions import Generation
+from ..chat import ChatTemplate, chat_environment, shared_environment
+from ..chat.analysis import analyze, content_format, keys_read, template_variables
+from ..environment import Environment
+from ..errors import LimitExceeded, TemplateError, TemplateRuntimeError
+from ..grammar import ast
+from ..limits import Limits
 from ..output import Part
 from .examples import Example, examples
 
@@ -119,12 +123,45 @@ class Playground:
 
 @functools.lru_cache(maxsize=32)  # the page asks again after every edit of the conversation
 def analysis(source: str, tokens: Optional[tuple]) -> dict:
-    found = analyze(source, dict(tokens) if tokens is not None else None)
+    """`analyze`, or only its AST part when one render of a one-message conversation takes
+    longer than PROBE_DEADLINE: the capability probes render the template about twenty times
+    with the default limits, a minute of work for a template that loops to its limits."""
+    special = dict(tokens) if tokens is not None else None
+    too_costly = costly_render(source, special)
+    if too_costly is not None:
+        tree = shared_environment().from_string(source).tree
+        return {"variables": sorted(template_variables(source)), "keys": sorted(keys_read(tree)),
+                "content_format": content_format(tree),
+                "has_generation": any(type(node) is Generation for node in ast.walk(tree)),
+                "capabilities": None, "not_probed": too_costly}
+    found = analyze(source, special)
     capabilities = found.capabilities
     return {"variables": sorted(found.variables), "keys": sorted(found.keys),
             "content_format": found.content_format, "has_generation": found.has_generation,
             "capabilities": {name: list(value) if isinstance(value, tuple) else value
                              for name, value in vars(capabilities).items()}}
+
+
+PROBE_DEADLINE = 0.5  # seconds
+
+
+@functools.lru_cache(maxsize=1)
+def probe_environment() -> Environment:
+    """The chat profile with a deadline: it finds the templates too costly to probe."""
+    return chat_environment(limits=Limits(deadline=PROBE_DEADLINE))
+
+
+def costly_render(source: str, special_tokens: Optional[dict]) -> Optional[str]:
+    """Why the template is too costly to probe (the limit a trial render hit), or None. Its
+    syntax errors are raised (as `analyze` raises them); other errors are for the probes."""
+    chat = ChatTemplate(source, special_tokens=special_tokens, environment=probe_environment())
+    try:
+        chat.render([{"role": "user", "content": "probe"}], add_generation_prompt=True)
+    except LimitExceeded as error:
+        return f"one render of a one-message conversation hit a limit: {error.message}"
+    except (TemplateRuntimeError, ValueError, TypeError):
+        pass  # a template that raises on this conversation: the probes try others
+    return None
 
 
 # ---------------------------------------------------------------------------- the request's fields

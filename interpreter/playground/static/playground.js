@@ -215,7 +215,11 @@ function showAnalysis(analysis) {
     ["content format", analysis.content_format],
     ["{% generation %}", analysis.has_generation],
   ];
-  for (const [name, value] of Object.entries(analysis.capabilities)) rows.push([name, value]);
+  if (analysis.capabilities) {
+    for (const [name, value] of Object.entries(analysis.capabilities)) rows.push([name, value]);
+  } else {
+    rows.push(["capabilities", `not probed: ${analysis.not_probed}`]);
+  }
   out.innerHTML = rows.map(([name, value]) => `<dt>${escape(name.replace(/_/g, " "))}</dt>` +
     `<dd class="${value === true ? "yes" : value === false ? "no" : ""}">${escape(shown(value))}</dd>`).join("");
 }
@@ -245,14 +249,9 @@ function choose(key) {
 
 function fillPicker() {
   const picker = $("example");
-  const options = [];
-  for (const name of Object.keys(state.templates)) {
-    options.push(`<option value="model:${escape(name)}">${escape(state.model || "model")}: ${escape(name)}</option>`);
-  }
-  for (const example of state.examples) {
-    options.push(`<option value="${escape(example.key)}">${escape(example.title)}</option>`);
-  }
-  picker.innerHTML = options.join("");
+  const add = (value, title) => picker.append(new Option(title, value));
+  for (const name of Object.keys(state.templates)) add(`model:${name}`, `${state.model || "model"}: ${name}`);
+  for (const example of state.examples) add(example.key, example.title);
   picker.addEventListener("change", () => choose(picker.value));
 }
 
