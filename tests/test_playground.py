@@ -196,6 +196,13 @@ def test_tokens_of_an_injection_keep_only_the_templates_control_tokens(url, mode
     assert not any(t["control"] and t["input"] for t in tokens["items"])
 
 
+def test_a_render_too_long_to_show_is_cut_and_not_tokenized(url):
+    status, answer = post(url, "/api/render", {"template": "{{ 'ab' * 600000 }}", "conversation": HELLO})
+    assert status == 200 and "tokens" not in answer
+    assert (answer["parts"]["length"], answer["parts"]["truncated"]) == (1_200_000, True)
+    assert rendered_text(answer) == "ab" * 500_000
+
+
 def test_without_a_tokenizer_the_render_has_no_tokens(bare_url):
     status, answer = post(bare_url, "/api/render", {"template": "x", "conversation": HELLO})
     assert status == 200 and "tokens" not in answer

@@ -106,9 +106,9 @@ class Playground:
             raise RequestError.of_template(error) from None
         except (ValueError, TypeError) as error:  # the conversation's shape, as transformers says
             raise RequestError(str(error), "conversation", kind=type(error).__name__) from None
-        answer = {"parts": shown_parts(parts)}
-        if self.model.tokenizer is not None:
-            answer["tokens"] = tokens(parts, self.model.tokenizer, chat)
+        answer: dict[str, Any] = {"parts": shown_parts(parts)}
+        if self.model.tokenizer is not None and not answer["parts"]["truncated"]:
+            answer["tokens"] = tokens(parts, self.model.tokenizer, chat)  # (not a render too long to show)
         return answer
 
     def analyze(self, request: dict) -> dict:

@@ -64,12 +64,12 @@ function markError(editor, error) {
   if (!error.line) { editor.backdrop.textContent = ""; return; }
   const lines = editor.text.value.split("\n");
   const index = Math.min(error.line, lines.length) - 1;
-  const line = lines[index];
+  const line = Array.from(lines[index]);  // columns count code points, as Python's do
   const column = Math.max(0, Math.min((error.column || 1) - 1, line.length));
   const before = lines.slice(0, index).map((l) => escape(l) + "\n").join("");
-  const at = line.slice(column, column + 1) || " ";
-  editor.backdrop.innerHTML = before + `<span class="error-line">${escape(line.slice(0, column))}` +
-    `<span class="error-at">${escape(at)}</span>${escape(line.slice(column + 1))}</span>`;
+  const at = line[column] || " ";
+  editor.backdrop.innerHTML = before + `<span class="error-line">${escape(line.slice(0, column).join(""))}` +
+    `<span class="error-at">${escape(at)}</span>${escape(line.slice(column + 1).join(""))}</span>`;
   editor.backdrop.scrollTop = editor.text.scrollTop;
   editor.backdrop.scrollLeft = editor.text.scrollLeft;
 }
@@ -87,7 +87,8 @@ function reveal(editor) {
   const lines = editor.text.value.split("\n");
   let offset = 0;
   for (let i = 0; i < error.line - 1 && i < lines.length; i++) offset += lines[i].length + 1;
-  offset += Math.max(0, (error.column || 1) - 1);
+  const line = Array.from(lines[error.line - 1] || "");
+  offset += line.slice(0, Math.max(0, (error.column || 1) - 1)).join("").length;
   editor.text.focus();
   editor.text.setSelectionRange(offset, offset);
   const lineHeight = parseFloat(getComputedStyle(editor.text).lineHeight) || 18;
@@ -191,7 +192,8 @@ function showTokens(tokens) {
   const out = $("tokens-output");
   out.textContent = "";
   if (!tokens) {
-    out.innerHTML = '<span class="empty">Start the playground with --model FOLDER (a model folder with ' +
+    out.innerHTML = state.tokenizer ? '<span class="empty">The render is too long to show its tokens.</span>' :
+      '<span class="empty">Start the playground with --model FOLDER (a model folder with ' +
       "tokenizer.json, and the tokenizers package installed) to see the tokens.</span>";
     $("tokens-info").textContent = "";
     return;
