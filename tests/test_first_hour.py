@@ -1,0 +1,247 @@
+"""The first hour of a new user, scripted: every mistake and signal on the installed `jinjamark`
+console script ends with a message and a documented exit status, never a traceback.
+
+Exit statuses (interpreter/cli.py): 0 done, 1 a template error, 2 a wrong command line or input
+file, 130 interrupted, 141 the reader of the output went away.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import oracle
+from conftest import CONVERSATIONS, TEMPLATES, fixture, source_of
+from jinjamark import cli
+
+SCRIPT = shutil.which("jinjamark", path=os.path.dirname(sys.executable)) or shutil.which("jinjamark")
+CHATML = TEMPLATES / "chatml--teknium_OpenHermes-2.5-Mistral-7B.jinja"
+INJECTION = CONVERSATIONS / "20-injection-user.json"
+STYLE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def script(*argv, stdin: str | None = None, **options) -> subprocess.CompletedProcess:
+    assert SCRIPT, "the jinjamark console script is not installed (pip install -e .)"
+    return subprocess.run([SCRIPT, *map(str, argv)], input=stdin, capture_output=True, text=True,
+                          encoding="utf-8", timeout=120, **options)
+
+
+def assert_clean(done: subprocess.CompletedProcess, status: int) -> None:
+    """The status, and at most a short message: no traceback."""
+    assert done.returncode == status, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "Error:" not in done.stderr.replace("error:", "")
+
+
+@pytest.fixture
+def long_render(tmp_path):
+    """A template writing about 8 MB, in many lines."""
+    template = tmp_path / "long.jinja"
+    template.write_text("{% for i in range(100000) %}{{ i }}: {{ messages[0].content }} and some "
+                        "more text to make the line long enough\n{% endfor %}", encoding="utf-8")
+    return template
+
+
+# ---------------------------------------------------------------------------- signals
+
+@pytest.mark.parametrize("argv", [[], ["--parts"], ["--json"]], ids=["text", "parts", "json"])
+def test_a_closed_pipe_ends_quietly_with_141(long_render, argv):
+    process = subprocess.Popen([SCRIPT, "render", long_render, INJECTION, *argv],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # the reader went away before the output came, as `| head` does
+    status = process.wait(timeout=120)
+    error = process.stderr.read().decode("utf-8")
+    process.stderr.close()
+    assert (status, error) == (cli.EXIT_CLOSED_PIPE, "")
+
+
+def test_piped_into_head_prints_no_traceback(long_render):
+    done = subprocess.run(["bash", "-c", f'"{SCRIPT}" render "{long_render}" "{INJECTION}" | head -n 2'],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and len(done.stdout.splitlines()) == 2
+    assert "Traceback" not in done.stderr and "Broken pipe" not in done.stderr
+
+
+def test_ctrl_c_ends_with_130_and_one_line(tmp_path):
+    """Interrupted while it waits for the conversation on standard input."""
+    process = subprocess.Popen([SCRIPT, "render", CHATML, "-"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_until_idle(process.pid)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    process.stdin.close()
+    assert process.returncode == cli.EXIT_INTERRUPTED
+    assert (out, err.decode("utf-8")) == (b"", "jinjamark: interrupted\n")
+
+
+def wait_until_idle(pid: int, timeout: float = 60.0) -> None:
+    """Until the process stops using CPU (it is blocked reading its input): the imports are done,
+    so that the signal reaches the command, not the interpreter's start."""
+    stat = f"/proc/{pid}/stat"
+
+    def cpu() -> int:
+        with open(stat) as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime + stime
+
+    deadline, last, still = time.monotonic() + timeout, -1, 0
+    time.sleep(0.3)
+    while time.monotonic() < deadline:
+        now = cpu()
+        still = still + 1 if now == last else 0
+        if still >= 4:
+            return
+        last = now
+        time.sleep(0.1)
+    raise AssertionError("the command never waited for its input")
+
+
+# ---------------------------------------------------------------------------- input files
+
+def deep(depth: int) -> str:
+    return '{"messages": [{"role": "user", "content": ' + "[" * depth + "]" * depth + "}]}"
+
+
+def test_a_100000_deep_json_conversation_is_a_clear_usage_error(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text(deep(100_000), encoding="utf-8")
+    for done in (script("render", CHATML, path), script("render", CHATML, "-", stdin=deep(100_000)),
+                 script("check", CHATML, path),
+                 script("render", CHATML, INJECTION, "--var", "x=" + "[" * 30_000 + "]" * 30_000)):
+        assert_clean(done, 2)
+        assert done.stderr.count("\n") == 1 and "nested too deeply" in done.stderr
+
+
+def test_deep_input_that_json_reads_is_a_template_error_in_the_render(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text(deep(900), encoding="utf-8")
+    template = tmp_path / "t.jinja"
+    template.write_text("{{ messages | tojson }}", encoding="utf-8")
+    done = script("render", template, path)
+    assert_clean(done, 1)
+
+
+def test_json_with_a_byte_order_mark_is_read(tmp_path):
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + INJECTION.read_bytes())
+    want = oracle.render_chat(source_of(CHATML.name), fixture(INJECTION.stem), False)
+    assert script("render", CHATML, path).stdout == want
+    done = script("render", CHATML, "-", stdin="\ufeff" + INJECTION.read_text(encoding="utf-8"))
+    assert (done.returncode, done.stdout) == (0, want)
+
+
+def test_render_from_standard_input_twice_is_refused():
+    done = script("render", "-", "-", stdin="")
+    assert_clean(done, 2)
+    assert done.stderr == "jinjamark: error: only one of the files can be standard input (-)\n"
+
+
+def test_the_template_can_come_from_standard_input():
+    done = script("render", "-", INJECTION, stdin=source_of(CHATML.name))
+    assert done.returncode == 0
+    assert done.stdout == oracle.render_chat(source_of(CHATML.name), fixture(INJECTION.stem), False)
+
+
+# ---------------------------------------------------------------------------- big templates, limits
+
+def test_a_5_mb_one_line_template_is_not_echoed(tmp_path):
+    template = tmp_path / "big.jinja"
+    template.write_text("x" * 5_000_000 + "{{ }", encoding="utf-8")
+    refused = script("render", template, INJECTION)
+    assert_clean(refused, 1)
+    assert "more than 100000" in refused.stderr and len(refused.stderr) < 1000
+
+    parsed = script("render", template, INJECTION, "--max-template-size", "6000000")
+    assert_clean(parsed, 1)
+    assert len(parsed.stderr) < 1000 and "line 1, column 5000004" in parsed.stderr
+    excerpt, caret = parsed.stderr.splitlines()[-2:]
+    assert excerpt.endswith("x{{ }") and excerpt.lstrip().startswith("...")
+    assert excerpt[caret.index("^")] == "}"
+
+
+def test_limit_options_raise_and_lower_the_engines_limits(tmp_path):
+    template = tmp_path / "t.jinja"
+    template.write_text("{% for m in messages %}{{ m.content }}{% endfor %}" + "{# pad #}" * 20_000,
+                        encoding="utf-8")  # 180,000 characters: over the default size
+    assert_clean(script("render", template, INJECTION), 1)
+    done = script("render", template, INJECTION, "--max-template-size", "200000")
+    assert done.returncode == 0
+    assert done.stdout == "".join(m["content"] for m in fixture(INJECTION.stem)["messages"])
+
+    lowered = script("render", template, INJECTION, "--max-template-size", "200000",
+                     "--max-output", "10")
+    assert_clean(lowered, 1)
+    assert "longer than 10 characters" in lowered.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "many"])
+def test_a_wrong_limit_is_a_usage_error(value):
+    assert_clean(script("render", CHATML, INJECTION, "--max-output", value), 2)
+
+
+# ---------------------------------------------------------------------------- colour on a terminal
+
+def on_a_terminal(*argv) -> tuple[int, str]:
+    """Run with stdout and stderr on one pseudo-terminal, as a user sees it; returns the status
+    and everything the terminal showed."""
+    main, child = pty.openpty()
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "200"}
+    env.pop("NO_COLOR", None)
+    process = subprocess.Popen([SCRIPT, *map(str, argv)], stdin=subprocess.DEVNULL, stdout=child,
+                               stderr=child, env=env, close_fds=True)
+    os.close(child)
+    shown = b""
+    while True:
+        ready, _, _ = select.select([main], [], [], 60)
+        if not ready:
+            break
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(main)
+    return process.wait(timeout=60), shown.decode("utf-8").replace("\r\n", "\n")
+
+
+def test_parts_in_colour_keep_the_legend_on_its_own_styled_line(tmp_path):
+    pytest.importorskip("rich")  # the test extra installs it: this runs in CI
+    template = tmp_path / "t.jinja"  # a render that does not end with a newline
+    template.write_text("<|im_start|>user\n{{ messages[0].content }}", encoding="utf-8")
+    content = fixture("01-single-user")["messages"][0]["content"]
+    status, shown = on_a_terminal("render", template, CONVERSATIONS / "01-single-user.json", "--parts")
+    assert status == 0
+    *render, legend = shown.splitlines()
+    assert STYLE.sub("", legend) == "legend: input text came from input; all other text is template text."
+    assert legend.startswith("\x1b[")  # styled as a legend
+    assert STYLE.sub("", "\n".join(render)) == f"<|im_start|>user\n{content}"
+    assert cli.OPEN not in shown and re.search(r"\x1b\[[0-9;]*m" + re.escape(content), shown)
+
+
+# ---------------------------------------------------------------------------- the docs' commands
+
+def test_the_quick_start_demo_runs_through_the_console_script():
+    done = script("render", "--demo")
+    assert done.returncode == 0 and cli.OPEN in done.stdout
+    assert cli.LEGEND in done.stderr
+
+
+def test_python_dash_m_is_the_same_command():
+    done = subprocess.run([sys.executable, "-m", "jinjamark", "--version"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("jinjamark ")
+
+
+def test_a_wrong_command_line_is_usage_with_status_2():
+    for argv in ([], ["render"], ["render", CHATML], ["frobnicate"], ["render", CHATML, INJECTION, "--nope"]):
+        assert_clean(script(*argv), 2)
