@@ -24,10 +24,12 @@ import urllib.error
 import urllib.request
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import oracle
 from conftest import byte_level_bpe
 from jinjamark.playground import Model, Playground, make_server
+from jinjamark.playground.api import RequestError
 from jinjamark.playground.examples import examples
 
 ROOT = pathlib.Path(__file__).parent.parent
@@ -295,6 +297,52 @@ def test_state_lists_the_examples_and_the_models_templates(url, bare_url):
     assert [e["key"] for e in state["examples"]][0] == "demo"
     with urllib.request.urlopen(bare_url + "api/state", timeout=30) as response:
         assert json.load(response)["tokenizer"] is False
+
+
+@given(st.lists(st.tuples(st.sampled_from(["user", "assistant"]), st.text(max_size=30)),
+                min_size=1, max_size=4))
+@settings(max_examples=60, deadline=None)
+def test_any_contents_render_as_jinja2_does_and_are_all_input(turns):
+    chatml = next(e for e in examples() if e.key == "chatml")
+    messages = [{"role": role, "content": content} for role, content in turns]
+    answer = Playground().render({"template": chatml.template, "conversation": json.dumps(messages),
+                                  "add_generation_prompt": True})
+    assert rendered_text(answer) == oracle_render(chatml.template, {"messages": messages}, True)
+    trimmed = "".join(m["content"].strip() for m in messages)  # the template trims contents
+    assert input_text(answer) == trimmed
+
+
+FRAGMENTS = ["{{ ", " }}", "{% ", " %}", "messages", "[0]", ".content", " | tojson", "if ", "for m in ",
+             "endfor", "endif", "'x'", " + ", "raise_exception('no')", "(", ")", "\n", "{#", "#}", "x"]
+JSON_TEXT = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                         lambda inner: st.lists(inner, max_size=3)
+                         | st.dictionaries(st.sampled_from(["role", "content", "messages", "tools"]),
+                                           inner, max_size=3), max_leaves=8).map(json.dumps)
+
+
+@given(st.fixed_dictionaries({}, optional={
+    "template": st.lists(st.sampled_from(FRAGMENTS), max_size=8).map("".join) | st.integers(),
+    "conversation": JSON_TEXT | st.text(max_size=10), "kwargs": JSON_TEXT | st.text(max_size=5),
+    "add_generation_prompt": st.booleans() | st.none()}))
+@settings(max_examples=100, deadline=None)
+def test_any_request_is_an_answer_or_a_request_error(request):
+    """Whatever the page (or a script) sends, the API answers or says what is wrong: no other
+    exception (which the server would report as its own bug, status 500)."""
+    playground = Playground()
+    for call in (playground.render, playground.analyze):
+        try:
+            answer = call(request)
+        except RequestError as error:
+            assert error.message and error.where in (None, "template", "conversation", "kwargs")
+        else:
+            json.dumps(answer)
+
+
+def test_a_template_file_starts_the_editor(tmp_path):
+    path = tmp_path / "mine.jinja"
+    path.write_text("{{ messages[0].content }}\r\n", encoding="utf-8", newline="")
+    state = Playground(Model(template_file=str(path))).state()
+    assert (state["model"], state["templates"]) == ("mine.jinja", {"file": "{{ messages[0].content }}\r\n"})
 
 
 # ---------------------------------------------------------------------------- HTTP, safely
