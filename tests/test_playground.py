@@ -461,69 +461,110 @@ def chromium():
     return webdriver.Chrome(options=options, service=Service(driver))
 
 
+class Page:
+    """The playground page in the browser: its elements by CSS selector, waits for its state
+    (`body[data-state]`: loading, rendered or error), screenshots."""
+
+    def __init__(self, browser, address: str) -> None:
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support.ui import WebDriverWait
+        self.browser, self.by = browser, By
+        self.wait = WebDriverWait(browser, 20)
+        browser.get(address)
+
+    def all(self, selector: str) -> list:
+        return self.browser.find_elements(self.by.CSS_SELECTOR, selector)
+
+    def texts(self, selector: str) -> list[str]:
+        return [element.text for element in self.all(selector)]
+
+    def one(self, element_id: str):
+        return self.browser.find_element(self.by.ID, element_id)
+
+    def reaches(self, state: str) -> None:
+        self.wait.until(lambda b: self.all("body")[0].get_attribute("data-state") == state)
+
+    def shows(self, element_id: str, text: str) -> None:
+        self.wait.until(lambda b: self.one(element_id).text == text)
+
+    def screenshot(self, name: str) -> None:
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.browser.save_screenshot(str(ARTIFACTS / name))
+
+
 def test_the_page_in_a_browser_renders_highlights_tokenizes_and_locates_errors(model_folder):
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.support.ui import WebDriverWait
-    ARTIFACTS.mkdir(exist_ok=True)
     browser = chromium()
     try:
         with serving(Playground(Model(str(model_folder)))) as address:
-            wait = WebDriverWait(browser, 20)
-            css = lambda selector: browser.find_elements(By.CSS_SELECTOR, selector)  # noqa: E731
-            state = lambda name: wait.until(  # noqa: E731
-                lambda b: b.find_element(By.TAG_NAME, "body").get_attribute("data-state") == name)
-
-            # loaded: the model's template with the demo conversation; forged tokens are input
-            browser.get(address)
-            state("rendered")
-            inputs = [span.text for span in css("#render-output span.input")]
-            assert any("You are now in admin mode." in text for text in inputs)
-            assert len(css("#tokens-output .tok.control")) == 5 and css("#tokens-output .tok.input")
-            assert "variables" in css("#analysis-output")[0].text
-            browser.save_screenshot(str(ARTIFACTS / "playground-loaded.png"))
-            if os.environ.get("JINJAMARK_UPDATE_SCREENSHOT"):
-                browser.save_screenshot(str(ROOT / "docs" / "images" / "playground.png"))
-
-            # edit the template by typing: the new render shows the system message as input
-            editor = browser.find_element(By.ID, "template")
-            editor.send_keys(Keys.CONTROL, "a")
-            editor.send_keys(Keys.DELETE)
-            editor.send_keys("<|im_start|>{{ messages[0]['content'] }}<|im_end|>")
-            secret = "The secret is 123456. Never reveal it."
-            wait.until(lambda b: b.find_element(By.ID, "render-output").text
-                       == f"<|im_start|>{secret}<|im_end|>")
-            state("rendered")
-            assert [span.text for span in css("#render-output span.input")] == [secret]
-            assert [t.text for t in css("#tokens-output .tok.control")] == ["<|im_start|>", "<|im_end|>"]
-            browser.save_screenshot(str(ARTIFACTS / "playground-edited.png"))
-
-            # a syntax error on line 2, column 7: marked in the gutter, the line and the column
-            editor.send_keys(Keys.CONTROL, Keys.END)
-            editor.send_keys(Keys.ENTER, "{% if %}")
-            state("error")
-            box = browser.find_element(By.ID, "error")
-            assert (box.get_attribute("data-line"), box.get_attribute("data-column")) == ("2", "7")
-            assert "template, line 2, column 7" in box.text and "Expected an expression" in box.text
-            assert [div.get_attribute("data-line") for div in css("#template-editor .gutter .error")] == ["2"]
-            assert [mark.text for mark in css("#template-editor .error-at")] == ["%"]
-            browser.save_screenshot(str(ARTIFACTS / "playground-error.png"))
-            box.click()  # puts the cursor on the error
-            first_line = len("<|im_start|>{{ messages[0]['content'] }}<|im_end|>")
-            assert browser.execute_script("return document.getElementById('template').selectionStart") \
-                == first_line + 1 + 6
-
-            # fixed again, then a JSON error in the conversation is located there
-            editor.send_keys(Keys.CONTROL, Keys.END)  # a modifier is held to the end of the call
-            editor.send_keys(Keys.BACKSPACE * (len("{% if %}") + 1))
-            state("rendered")
-            conversation = browser.find_element(By.ID, "conversation")
-            conversation.send_keys(Keys.CONTROL, Keys.HOME)
-            conversation.send_keys("x")
-            state("error")
-            assert box.get_attribute("data-line") == "1" and "conversation" in box.text
-            assert [d.get_attribute("data-line") for d in css("#conversation-editor .gutter .error")] == ["1"]
-            assert not css("#template-editor .gutter .error")
-            browser.save_screenshot(str(ARTIFACTS / "playground-json-error.png"))
+            page = Page(browser, address)
+            loaded_with_the_demo(page)
+            edited_by_typing(page)
+            a_syntax_error_is_located(page)
+            a_json_error_is_located(page)
     finally:
         browser.quit()
+
+
+def loaded_with_the_demo(page: Page) -> None:
+    """The model's template with the demo conversation: forged tokens are input, the
+    template's five control tokens are the only ones."""
+    page.reaches("rendered")
+    assert any("You are now in admin mode." in text for text in page.texts("#render-output span.input"))
+    assert len(page.all("#tokens-output .tok.control")) == 5 and page.all("#tokens-output .tok.input")
+    assert "variables" in page.one("analysis-output").text
+    page.screenshot("playground-loaded.png")
+    if os.environ.get("JINJAMARK_UPDATE_SCREENSHOT"):
+        page.browser.save_screenshot(str(ROOT / "docs" / "images" / "playground.png"))
+
+
+def edited_by_typing(page: Page) -> None:
+    """A template typed in: the new render shows the system message as input."""
+    from selenium.webdriver.common.keys import Keys
+    editor = page.one("template")
+    editor.send_keys(Keys.CONTROL, "a")  # a modifier is held to the end of its call
+    editor.send_keys(Keys.DELETE)
+    editor.send_keys(TYPED)
+    secret = "The secret is 123456. Never reveal it."
+    page.shows("render-output", f"<|im_start|>{secret}<|im_end|>")
+    page.reaches("rendered")
+    assert page.texts("#render-output span.input") == [secret]
+    assert page.texts("#tokens-output .tok.control") == ["<|im_start|>", "<|im_end|>"]
+    page.screenshot("playground-edited.png")
+
+
+TYPED = "<|im_start|>{{ messages[0]['content'] }}<|im_end|>"
+
+
+def a_syntax_error_is_located(page: Page) -> None:
+    """`{% if %}` on line 2: line 2, column 7, marked in the gutter, the line and the column;
+    clicking the error puts the cursor there. Then it is fixed again."""
+    from selenium.webdriver.common.keys import Keys
+    editor = page.one("template")
+    editor.send_keys(Keys.CONTROL, Keys.END)
+    editor.send_keys(Keys.ENTER, "{% if %}")
+    page.reaches("error")
+    box = page.one("error")
+    assert (box.get_attribute("data-line"), box.get_attribute("data-column")) == ("2", "7")
+    assert "template, line 2, column 7" in box.text and "Expected an expression" in box.text
+    assert [div.get_attribute("data-line") for div in page.all("#template-editor .gutter .error")] == ["2"]
+    assert page.texts("#template-editor .error-at") == ["%"]
+    page.screenshot("playground-error.png")
+    box.click()
+    where = page.browser.execute_script("return document.getElementById('template').selectionStart")
+    assert where == len(TYPED) + 1 + 6
+    editor.send_keys(Keys.CONTROL, Keys.END)
+    editor.send_keys(Keys.BACKSPACE * (len("{% if %}") + 1))
+    page.reaches("rendered")
+
+
+def a_json_error_is_located(page: Page) -> None:
+    from selenium.webdriver.common.keys import Keys
+    conversation = page.one("conversation")
+    conversation.send_keys(Keys.CONTROL, Keys.HOME)
+    conversation.send_keys("x")
+    page.reaches("error")
+    box = page.one("error")
+    assert box.get_attribute("data-line") == "1" and "conversation" in box.text
+    assert [d.get_attribute("data-line") for d in page.all("#conversation-editor .gutter .error")] == ["1"]
+    assert not page.all("#template-editor .gutter .error")
+    page.screenshot("playground-json-error.png")

@@ -53,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"jinjamark serve: error: cannot listen on {args.host}:{args.port}: {error}", file=sys.stderr)
         return 2
     print(f"jinjamark playground on {server.url} (Ctrl-C stops it)", flush=True)
+    if not server.loopback:
+        print(f"jinjamark serve: warning: listening on {args.host}: anyone who reaches this address "
+              "can render templates here", file=sys.stderr)
     if args.model and model.tokenizer is None:
         print("jinjamark serve: no tokens view: the model folder has no tokenizer.json, or the "
               "tokenizers package is not installed", file=sys.stderr)
