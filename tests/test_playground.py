@@ -26,6 +26,7 @@ import urllib.request
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import jinjamark
 import oracle
 from conftest import byte_level_bpe
 from jinjamark.playground import Model, Playground, make_server
@@ -196,6 +197,9 @@ def test_tokens_of_an_injection_keep_only_the_templates_control_tokens(url, mode
     special_ids = {tokenizer.token_to_id(token) for token in SPECIALS}
     assert tokens["flat_control"] == sum(i in special_ids for i in flat) > expected
     assert not any(t["control"] and t["input"] for t in tokens["items"])
+    chat = jinjamark.ChatTemplate.from_pretrained(str(model_folder))  # the library's own encoding
+    assert [t["id"] for t in tokens["items"]] == chat.encode(fixture["messages"], tokenizer,
+                                                             add_generation_prompt=True)
 
 
 def test_a_render_too_long_to_show_is_cut_and_not_tokenized(url):
@@ -336,6 +340,13 @@ def test_any_request_is_an_answer_or_a_request_error(request):
             assert error.message and error.where in (None, "template", "conversation", "kwargs")
         else:
             json.dumps(answer)
+
+
+def test_a_model_folder_without_a_tokenizer_has_no_tokens_view(model_folder, tmp_path):
+    folder = tmp_path / "no-tokenizer"
+    shutil.copytree(model_folder, folder, ignore=shutil.ignore_patterns("tokenizer.json"))
+    state = Playground(Model(str(folder))).state()
+    assert state["tokenizer"] is False and state["templates"] == {"default": DEMO.template}
 
 
 def test_a_template_file_starts_the_editor(tmp_path):
@@ -568,3 +579,5 @@ def a_json_error_is_located(page: Page) -> None:
     assert [d.get_attribute("data-line") for d in page.all("#conversation-editor .gutter .error")] == ["1"]
     assert not page.all("#template-editor .gutter .error")
     page.screenshot("playground-json-error.png")
+    page.one("template").send_keys(Keys.TAB)  # indents, rather than leaving the editor
+    assert page.one("template").get_attribute("value") == TYPED + "    "

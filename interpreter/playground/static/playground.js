@@ -26,6 +26,11 @@ function makeEditor(host) {
   host.append(gutter, area);
   const editor = { host, gutter, backdrop, text, error: null };
   text.addEventListener("input", () => { clearMark(editor); numberLines(editor); schedule(); });
+  text.addEventListener("keydown", (event) => {  // Tab indents (Shift-Tab still leaves the editor)
+    if (event.key !== "Tab" || event.shiftKey || event.ctrlKey || event.altKey || event.metaKey) return;
+    event.preventDefault();
+    document.execCommand("insertText", false, "    ");  // kept in the undo history, fires input
+  });
   text.addEventListener("scroll", () => {
     gutter.scrollTop = text.scrollTop;
     backdrop.scrollTop = text.scrollTop;
