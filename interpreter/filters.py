@@ -10,7 +10,7 @@ import math
 from typing import Any, Callable
 
 from . import filters_html as html
-from . import metering
+from . import metering, values
 from . import filters_sequence as seq
 from . import filters_text as txt
 from .environment_tools import pass_environment
@@ -80,14 +80,18 @@ def do_attr(env: Any, obj: Any, name: Any) -> Any:
         raise TypeError(f"attribute name must be string, not {type(name).__name__!r}")
     if isinstance(obj, Undefined):  # Jinja2 asks the undefined itself, which fails (or chains)
         return env.getattr(obj, name)
-    if not name.startswith("_") and not _has_attribute(obj, name):
+    if not _has_attribute(obj, name):  # never an item, underscore names included
         return env.undefined(obj=obj, name=name)
     return env.getattr(obj, name)
 
 
 def _has_attribute(obj: Any, name: str) -> bool:
+    if name.startswith("_"):  # Python's (refused when used), or none
+        return values.has_python_attribute(obj, name)
     if lookup_method(obj, name) is not None or is_unsafe_method(obj, name):
         return True
+    if values.is_host_object(obj):  # read as Jinja2's sandbox reads it (sandbox.py)
+        return values.host_attribute(obj, name) is not None
     reader = getattr(type(obj), "jinja_attribute", None)
     if reader is None:
         return False

@@ -40,6 +40,12 @@ def keeps_marks(fn: F) -> F:
 _BUILTINS_KEEPING: set = set()
 
 
+def keeps_marks_declared(fn: Callable) -> bool:
+    """Whether `fn` said it keeps marks (`keeps_marks`): its result is taken as it is."""
+    return bool(getattr(fn, _ATTRIBUTE, False)) or (type(fn) is BuiltinFunctionType
+                                                    and fn in _BUILTINS_KEEPING)
+
+
 def host_result(fn: Callable, result: Any, args: Any, kwargs: Any) -> Any:
     """`result` of the host function `fn` called with `args` and `kwargs`, fail safe: input
     when any argument may hold input (`marks.has_input` counts lazy and opaque values as

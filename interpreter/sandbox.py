@@ -39,15 +39,17 @@ _OLD_FUNCTION_ATTRIBUTES = frozenset({"func_closure", "func_code", "func_dict", 
 
 # The methods that change a container of each abstract kind (ImmutableSandboxedEnvironment's).
 _MUTATING: tuple = (
+    # a deque first: it is a MutableSequence too, and Jinja2's order lets `popleft`, `appendleft`,
+    # `extendleft` and `rotate` through its immutable sandbox; ours refuses them
+    (__import__("collections").deque, frozenset({"append", "appendleft", "clear", "extend",
+                                                 "extendleft", "pop", "popleft", "remove",
+                                                 "rotate", "insert", "reverse"})),
     (abc.MutableSet, frozenset({"add", "clear", "difference_update", "discard", "pop", "remove",
                                 "symmetric_difference_update", "update",
                                 "intersection_update"})),
     (abc.MutableMapping, frozenset({"clear", "pop", "popitem", "setdefault", "update"})),
     (abc.MutableSequence, frozenset({"append", "clear", "pop", "reverse", "insert", "sort",
                                      "extend", "remove"})),
-    (__import__("collections").deque, frozenset({"append", "appendleft", "clear", "extend",
-                                                 "extendleft", "pop", "popleft", "remove",
-                                                 "rotate"})),
 )
 
 

@@ -62,7 +62,7 @@ def safe_repr(value: Any) -> str:
         return repr(value)
     if callable(value):
         return f"<callable {getattr(value, '__name__', type(value).__name__)}>"
-    if is_host_object(value) and type(value).__repr__ is not object.__repr__:
+    if is_host_object(value) and _prints_itself(value) and type(value).__repr__ is not object.__repr__:
         return repr(value)  # a dataclass, a date: its own repr (what Jinja2 shows in a list)
     return f"<{type(value).__name__} object>"
 
@@ -73,8 +73,8 @@ def _prints_itself(value: Any) -> bool:
     which no template may see: it prints as its kind (safe_repr). A callable, class or module
     prints as its kind too."""
     t = type(value)
-    if callable(value) or isinstance(value, types.ModuleType):
-        return False
+    if callable(value) or isinstance(value, types.ModuleType) or t.__module__ == "builtins":
+        return False  # Python's own objects (a generator, a map) show their address
     return t.__str__ is not object.__str__ or t.__repr__ is not object.__repr__
 
 
@@ -183,7 +183,7 @@ def get_attribute(obj: Any, name: Any, undefined: type, mutable: bool = False) -
     if isinstance(obj, Undefined):
         return obj.attribute(name)
     if isinstance(name, str):
-        if name.startswith("_") and _python_has(obj, name):
+        if name.startswith("_") and has_python_attribute(obj, name):
             # A Python internal (`__class__`, `__init__`): as Jinja2's sandbox, an undefined
             # that raises SecurityError when used. Its value is never looked at.
             return unsafe_attribute(undefined, obj, name)
@@ -204,7 +204,7 @@ def get_item(obj: Any, key: Any, undefined: type, mutable: bool = False) -> Any:
         return _item(obj, key)
     except (LookupError, TypeError):
         pass
-    if isinstance(key, str) and key.startswith("_") and _python_has(obj, key):
+    if isinstance(key, str) and key.startswith("_") and has_python_attribute(obj, key):
         return unsafe_attribute(undefined, obj, key)
     if isinstance(key, str) and not key.startswith("_"):
         found = _attribute(obj, key, undefined, mutable)
@@ -221,7 +221,7 @@ _RUNTIME = frozenset({Namespace, LoopContext, Macro, Cycler, Joiner, Function, M
 _DICT_ATTRIBUTES = frozenset(DICT_METHODS).union(*(names for _, names in MUTATING_METHODS))
 
 
-def _python_has(obj: Any, name: str) -> bool:
+def has_python_attribute(obj: Any, name: str) -> bool:
     """Whether Python would find `name` on `obj` (as Jinja2's sandbox asks before refusing it).
     Only the type is asked, never the value; a global function is asked about what it wraps."""
     if type(obj) is Function:
@@ -241,6 +241,8 @@ def _attribute(obj: Any, name: str, undefined: type, mutable: bool) -> Any:
     if is_unsafe_method(obj, name):
         if mutable and isinstance(obj, (list, dict)):
             return Method(obj, name, getattr(type(obj), name))
+        if mutable and is_host_object(obj):  # a deque, a set subclass: Jinja2's sandbox calls them
+            return _host_attribute(obj, name, undefined)
         return unsafe_attribute(undefined, obj, name)
     reader = getattr(type(obj), "jinja_attribute", None)
     if reader is not None:
@@ -270,7 +272,7 @@ def host_attribute(obj: Any, name: str) -> Optional[tuple]:
     the environment's `is_safe_attribute` says no, or None when there is no such attribute."""
     if name.startswith("_") or isinstance(obj, types.ModuleType):
         # ours too: a module passed in is no way to its globals
-        return (REFUSED,) if _python_has(obj, name) or type(obj) is types.ModuleType else None
+        return (REFUSED,) if has_python_attribute(obj, name) or type(obj) is types.ModuleType else None
     try:
         value = getattr(obj, name)
     except AttributeError:
