@@ -10,7 +10,7 @@ import math
 from typing import Any, Callable
 
 from . import filters_html as html
-from . import metering, values
+from . import metering, sandbox, values
 from . import filters_sequence as seq
 from . import filters_text as txt
 from .environment_tools import pass_environment
@@ -90,8 +90,8 @@ def _has_attribute(obj: Any, name: str) -> bool:
         return values.has_python_attribute(obj, name)
     if lookup_method(obj, name) is not None or is_unsafe_method(obj, name):
         return True
-    if values.is_host_object(obj):  # read as Jinja2's sandbox reads it (sandbox.py)
-        return values.host_attribute(obj, name) is not None
+    if sandbox.is_host_object(obj):  # read as Jinja2's sandbox reads it
+        return sandbox.host_attribute(obj, name) is not None
     reader = getattr(type(obj), "jinja_attribute", None)
     if reader is None:
         return False

@@ -90,7 +90,7 @@ def all_input(value: Any, depth: int = 0, memo: Optional[dict] = None) -> Any:
         return (all_input(item, depth + 1) for item in value)
     if hasattr(value, "__html__") and not hasattr(type(value), "jinja_attribute"):
         return all_input(Markup(value.__html__()), depth)  # printed by its __html__ when escaping
-    from .values import is_host_object
+    from .sandbox import is_host_object
     if is_host_object(value) and not isinstance(value, type):  # read as a host object,
         return (InputCallable if callable(value) else InputObject)(value)  # all of it input
     return value  # a class, or one of ours
@@ -137,7 +137,7 @@ class InputObject:
         self.obj = obj
 
     def jinja_attribute(self, name: str) -> Any:
-        from .values import REFUSED, host_attribute
+        from .sandbox import REFUSED, host_attribute
         found = host_attribute(self.obj, name)
         if found is None:
             raise KeyError(name)

@@ -23,6 +23,10 @@ import types
 from collections import abc
 from typing import Any, Callable, Optional, TypeVar
 
+from .marks import Marked
+from .numbers import InputBytes, InputFloat, InputInt, InputRange
+from .undefined import Undefined
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 MAX_RANGE = 100_000  # Jinja2's sandbox constant; jinjamark's bound is `Limits.max_range` (the same)
@@ -144,6 +148,56 @@ def is_safe_callable(obj: Any) -> bool:
 def is_immutable() -> bool:
     env = _environment.get()
     return bool(env is not None and env.immutable)
+
+
+# ---------------------------------------------------------------------------- host objects
+
+def _model_types() -> frozenset:
+    views = (type({}.keys()), type({}.values()), type({}.items()))
+    return frozenset({str, int, float, bool, complex, type(None), list, tuple, dict, set,
+                      frozenset, bytes, bytearray, range, slice, InputInt, InputFloat, InputBytes,
+                      InputRange, *views})
+
+
+# The types of jinjamark's value model: everything else an embedder passes is a host object.
+_MODEL = _model_types()
+
+
+def is_host_object(obj: Any) -> bool:
+    """Whether `obj` is outside jinjamark's value model (read with Jinja2's sandbox rules)."""
+    t = type(obj)
+    return not (t in _MODEL or hasattr(t, "jinja_attribute") or isinstance(obj, (Marked, Undefined)))
+
+
+REFUSED = object()
+
+
+def host_attribute(obj: Any, name: str) -> Optional[tuple]:
+    """`obj.name` of a host object as Jinja2's sandbox reads it: `(value,)`, `(REFUSED,)` when
+    the environment's `is_safe_attribute` says no, or None when there is no such attribute."""
+    if isinstance(obj, types.ModuleType):  # ours: a module passed in is no way to its globals
+        return (REFUSED,)
+    if name.startswith("_"):  # refused whenever it is there, never looked at
+        try:
+            return (REFUSED,) if hasattr(obj, name) else None
+        except Exception:
+            return (REFUSED,)
+    try:
+        value = getattr(obj, name)
+    except AttributeError:
+        return None
+    return (value if is_safe_attribute(obj, name, value) else REFUSED,)
+
+
+def prints_itself(value: Any) -> bool:
+    """Whether a host object has its own text (`__str__` or `__repr__`): printed with str() as
+    in Jinja2. Without one, Python's default text shows a module path and a memory address,
+    which no template may see: it prints as its kind (values.safe_repr), and so do callables,
+    classes, modules and Python's own objects (a generator, a map)."""
+    t = type(value)
+    if callable(value) or isinstance(value, types.ModuleType) or t.__module__ == "builtins":
+        return False
+    return t.__str__ is not object.__str__ or t.__repr__ is not object.__repr__
 
 
 # ---------------------------------------------------------------------------- the environment's

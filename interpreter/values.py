@@ -9,11 +9,10 @@ it, under the environment's `is_safe_attribute` (sandbox.py).
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
-import types
-
-from . import marks, sandbox
+from . import marks
+from .sandbox import REFUSED, host_attribute, is_host_object, prints_itself
 from .markup import SafeMixed
 from .marks import Input, Marked, Mixed, concat
 from .methods import DICT_METHODS, MUTATING_METHODS, STR_METHODS, lookup_method, is_unsafe_method
@@ -46,7 +45,7 @@ def to_string(value: Any) -> str:
         return value
     if t is TemplateModule:  # an imported template prints what it rendered
         return value.body
-    if is_host_object(value) and _prints_itself(value):  # a date, an object's own __str__
+    if is_host_object(value) and prints_itself(value):  # a date, an object's own __str__
         return str(value)
     return safe_repr(value)
 
@@ -62,20 +61,9 @@ def safe_repr(value: Any) -> str:
         return repr(value)
     if callable(value):
         return f"<callable {getattr(value, '__name__', type(value).__name__)}>"
-    if is_host_object(value) and _prints_itself(value) and type(value).__repr__ is not object.__repr__:
+    if is_host_object(value) and prints_itself(value) and type(value).__repr__ is not object.__repr__:
         return repr(value)  # a dataclass, a date: its own repr (what Jinja2 shows in a list)
     return f"<{type(value).__name__} object>"
-
-
-def _prints_itself(value: Any) -> bool:
-    """Whether a host object has its own text (`__str__` or `__repr__`): printed with str() as
-    in Jinja2. Without one, Python's default text shows a module path and a memory address,
-    which no template may see: it prints as its kind (safe_repr). A callable, class or module
-    prints as its kind too."""
-    t = type(value)
-    if callable(value) or isinstance(value, types.ModuleType) or t.__module__ == "builtins":
-        return False  # Python's own objects (a generator, a map) show their address
-    return t.__str__ is not object.__str__ or t.__repr__ is not object.__repr__
 
 
 _VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
@@ -253,34 +241,6 @@ def _attribute(obj: Any, name: str, undefined: type, mutable: bool) -> Any:
     if is_host_object(obj):
         return _host_attribute(obj, name, undefined)
     return _ABSENT
-
-
-# The types of jinjamark's value model: everything else an embedder passes is a host object.
-_MODEL = frozenset({str, int, float, bool, complex, type(None), list, tuple, dict, set, frozenset,
-                    bytes, bytearray, range, slice, InputInt, InputFloat, InputBytes, InputRange,
-                    *_VIEWS})
-
-
-def is_host_object(obj: Any) -> bool:
-    """Whether `obj` is outside jinjamark's value model (read with Jinja2's sandbox rules)."""
-    t = type(obj)
-    return not (t in _MODEL or hasattr(t, "jinja_attribute") or isinstance(obj, (Marked, Undefined)))
-
-
-def host_attribute(obj: Any, name: str) -> Optional[tuple]:
-    """`obj.name` of a host object as Jinja2's sandbox reads it: `(value,)`, `(REFUSED,)` when
-    the environment's `is_safe_attribute` says no, or None when there is no such attribute."""
-    if name.startswith("_") or isinstance(obj, types.ModuleType):
-        # ours too: a module passed in is no way to its globals
-        return (REFUSED,) if has_python_attribute(obj, name) or type(obj) is types.ModuleType else None
-    try:
-        value = getattr(obj, name)
-    except AttributeError:
-        return None
-    return (value if sandbox.is_safe_attribute(obj, name, value) else REFUSED,)
-
-
-REFUSED = object()
 
 
 def _host_attribute(obj: Any, name: str, undefined: type) -> Any:
