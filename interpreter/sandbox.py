@@ -189,13 +189,18 @@ def host_attribute(obj: Any, name: str) -> Optional[tuple]:
     return (value if is_safe_attribute(obj, name, value) else REFUSED,)
 
 
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class written in Python, not one of Python's own
+
+
 def prints_itself(value: Any) -> bool:
     """Whether a host object has its own text (`__str__` or `__repr__`): printed with str() as
     in Jinja2. Without one, Python's default text shows a module path and a memory address,
     which no template may see: it prints as its kind (values.safe_repr), and so do callables,
     classes, modules and Python's own objects (a generator, a map)."""
     t = type(value)
-    if callable(value) or isinstance(value, types.ModuleType) or t.__module__ == "builtins":
+    if callable(value) or isinstance(value, types.ModuleType):
+        return False
+    if t.__module__ == "builtins" and not t.__flags__ & _HEAP_TYPE:  # Python's own, in C
         return False
     return t.__str__ is not object.__str__ or t.__repr__ is not object.__repr__
 
