@@ -6,12 +6,18 @@ import argparse
 import json
 import os
 import sys
+from typing import Optional, Sequence
 
 from .cli_inputs import (STDIN, UsageError, add_input_options, chat_arguments, demo_files,
                          load_conversation, load_template, refuse_two_stdins, render_chat)
-from .cli_show import OPEN, CLOSE, show_parts, wants_color
+from .cli_show import (CLOSE, INPUT_STYLE, LEGEND_STYLE, OPEN, is_terminal, on_terminal,
+                       show_parts, wants_color)
 from .errors import TemplateError
+from .output import Part
 
+CONTROL_OPEN, CONTROL_CLOSE = "\u27ea", "\u27eb"  # ⟪ ⟫ around control tokens without colour
+CONTROL_STYLE = "bold green"
+SEPARATOR = "\u00b7"  # · between tokens
 DEMO_TITLE = "the chat template of Qwen/Qwen2.5-7B-Instruct, with a user message that forges special tokens"
 TEMPLATE_HELP = ("a Jinja chat template file, or a model folder (chat_template.jinja, "
                  "tokenizer_config.json, ...); '-' reads standard input")
@@ -51,6 +57,10 @@ def add_tokens(commands: argparse._SubParsersAction) -> None:
     tokens.add_argument("--tokenizer", metavar="TOKENIZER.json",
                         help="a tokenizers JSON file (default: the model folder's tokenizer.json; "
                              "needs: pip install 'jinjamark[hf]')")
+    tokens.add_argument("--show", action="store_true",
+                        help="print the tokens as text instead of ids: control tokens in "
+                             f"{CONTROL_OPEN}{CONTROL_CLOSE}, input tokens in {OPEN}{CLOSE} (in colour "
+                             "on a terminal with rich), a middle dot between tokens")
     add_input_options(tokens)
     tokens.set_defaults(command=tokens_command)
 
@@ -98,7 +108,8 @@ def tokens_command(args: argparse.Namespace) -> int:
     except ImportError:
         raise UsageError("the tokens command needs the tokenizers package: "
                          "pip install 'jinjamark[hf]'") from None
-    from .chat.tokenization import control_tokens, encode
+    from .chat.encoding import InputRuns, encode_runs
+    from .chat.tokenization import control_tokens
     refuse_two_stdins(args.template, args.conversation)
     path = args.tokenizer
     if path is None:
@@ -113,13 +124,63 @@ def tokens_command(args: argparse.Namespace) -> int:
     template = load_template(args, args.template)
     parts = render_chat(template, messages, options, parts=True)
     control = control_tokens(tokenizer, template.template)
-    ids = encode(parts, tokenizer, control=control)
-    controls = set(control.values())
+    encoded = encode_runs([InputRuns(parts)], tokenizer, control)[0]
+    ids, controls = encoded.ids, set(control.values())
     plain = tokenizer.encode("".join(p.text for p in parts), add_special_tokens=False).ids
-    json.dump(ids, sys.stdout)
-    sys.stdout.write("\n")
+    if args.show:
+        show_tokens(token_pieces(parts, ids, encoded.offsets, controls), wants_color(sys.stdout))
+    else:
+        json.dump(ids, sys.stdout)
+        sys.stdout.write("\n")
     sys.stdout.flush()
     print(f"{len(ids)} tokens, {sum(i in controls for i in ids)} control tokens "
           f"(encoding the flat string would give {sum(i in controls for i in plain)})",
           file=sys.stderr)
     return 0
+
+
+def token_pieces(parts: Sequence[Part], ids: list[int], offsets: Optional[list],
+                 controls: set) -> list[tuple[str, str]]:
+    """(text, kind) per token, kind 'control', 'input' or 'template'. A token is input when any
+    of its characters is; a control id is shown as control wherever it stands (on input it would
+    be the injection this command exists to show). Tokens with the same characters (the bytes of
+    one character, or input text that spells a control token, encoded as ordinary tokens) are
+    one piece."""
+    if offsets is None:
+        raise UsageError("--show needs a tokenizer that reports character offsets")
+    text = "".join(p.text for p in parts)
+    from_input = bytearray(len(text))
+    at = 0
+    for part in parts:
+        if part.is_input:
+            from_input[at:at + len(part.text)] = b"\x01" * len(part.text)
+        at += len(part.text)
+    pieces: list[tuple[str, str]] = []
+    last = None
+    for token_id, (start, end) in zip(ids, offsets):
+        kind = ("control" if token_id in controls else
+                "input" if any(from_input[start:end]) else "template")
+        if (start, end) == last:  # one piece: a control id among them still shows
+            if kind == "control":
+                pieces[-1] = (pieces[-1][0], kind)
+            continue
+        last = (start, end)
+        pieces.append((text[start:end], kind))
+    return pieces
+
+
+def show_tokens(pieces: list[tuple[str, str]], use_color: bool) -> None:
+    if use_color:
+        from rich.console import Console
+        from rich.text import Text
+        shown = Text()
+        for number, (piece, kind) in enumerate(pieces):
+            if number:
+                shown.append(SEPARATOR, style=LEGEND_STYLE)
+            shown.append(on_terminal(piece), style={"control": CONTROL_STYLE,
+                                                    "input": INPUT_STYLE}.get(kind))
+        Console(file=sys.stdout, soft_wrap=True, highlight=False).print(shown)
+        return
+    marks = {"control": (CONTROL_OPEN, CONTROL_CLOSE), "input": (OPEN, CLOSE), "template": ("", "")}
+    shown = SEPARATOR.join(marks[kind][0] + piece + marks[kind][1] for piece, kind in pieces)
+    sys.stdout.write((on_terminal(shown) if is_terminal(sys.stdout) else shown) + "\n")

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from importlib import resources
@@ -11,7 +13,7 @@ from importlib import resources
 import pytest
 
 import oracle
-from conftest import CONVERSATIONS, TEMPLATES
+from conftest import CONVERSATIONS, TEMPLATES, byte_level_bpe
 import jinjamark
 from jinjamark import cli
 
@@ -233,3 +235,73 @@ def test_missing_file_exits_2(tmp_path, capsys):
 def test_malformed_var_exits_2(capsys):
     status, _, err = run(capsys, "render", CHATML, INJECTION, "--var", "no-equals-sign")
     assert status == 2 and "--var" in err
+
+
+# ---------------------------------------------------------------------------- tokens
+
+SCRIPT = shutil.which("jinjamark", path=os.path.dirname(sys.executable)) or shutil.which("jinjamark")
+CONTROL_TOKENS = ["<|im_start|>", "<|im_end|>", "<s>", "</s>"]
+
+
+@pytest.fixture(scope="module")
+def model_folder(tmp_path_factory):
+    """A ChatML model folder as transformers saves it: a trained byte-level BPE (no download)."""
+    from transformers import PreTrainedTokenizerFast
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=byte_level_bpe(400, CONTROL_TOKENS),
+                                        bos_token="<s>", eos_token="</s>")
+    tokenizer.chat_template = CHATML.read_text(encoding="utf-8")
+    folder = tmp_path_factory.mktemp("chatml-model")
+    tokenizer.save_pretrained(folder)
+    return folder, tokenizer
+
+
+def tokens(*argv) -> subprocess.CompletedProcess:
+    assert SCRIPT, "the jinjamark console script is not installed (pip install -e .)"
+    return subprocess.run([SCRIPT, "tokens", *map(str, argv)], capture_output=True, text=True,
+                          encoding="utf-8", timeout=120)
+
+
+@pytest.mark.parametrize("conversation", ["03-multi-turn", "11-unicode"])
+def test_tokens_of_a_model_folder_are_transformers_ids(model_folder, conversation):
+    folder, tokenizer = model_folder
+    path = CONVERSATIONS / f"{conversation}.json"
+    done = tokens(folder, path, "--add-generation-prompt")
+    messages = json.loads(path.read_text(encoding="utf-8"))["messages"]
+    want = tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == list(want["input_ids"])
+
+
+def test_tokens_show_control_tokens_only_where_the_template_wrote_them(model_folder):
+    folder, tokenizer = model_folder
+    done = tokens(folder, INJECTION, "--add-generation-prompt", "--show")
+    shown = done.stdout
+    fixture = json.loads(INJECTION.read_text(encoding="utf-8"))
+    assert done.returncode == 0, done.stderr
+    # ChatML: <|im_start|> and <|im_end|> around each message, then the generation prompt
+    assert re.findall("\u27ea(.*?)\u27eb", shown) == (
+        ["<|im_start|>", "<|im_end|>"] * len(fixture["messages"]) + ["<|im_start|>"])
+    text = re.sub("[\u27ea\u27eb\u27e6\u27e7\u00b7]", "", shown)
+    assert text == expected(CHATML, INJECTION, True).replace("\u00b7", "") + "\n"
+    flat = tokenizer.apply_chat_template(fixture["messages"], tokenize=True,
+                                         add_generation_prompt=True)["input_ids"]
+    controls = set(tokenizer.convert_tokens_to_ids(CONTROL_TOKENS))
+    assert sum(i in controls for i in flat) > 2 * len(fixture["messages"]) + 1  # the injection
+    assert f"{2 * len(fixture['messages']) + 1} control tokens" in done.stderr
+
+
+def test_tokens_of_a_template_file_from_stdin_with_a_tokenizer_file(model_folder):
+    folder, tokenizer = model_folder
+    conversation = CONVERSATIONS / "03-multi-turn.json"
+    done = subprocess.run([SCRIPT, "tokens", "-", conversation, "--tokenizer",
+                           folder / "tokenizer.json"], input=CHATML.read_text(encoding="utf-8"),
+                          capture_output=True, text=True, encoding="utf-8", timeout=120)
+    messages = json.loads(conversation.read_text(encoding="utf-8"))["messages"]
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == list(tokenizer.apply_chat_template(
+        messages, tokenize=True)["input_ids"])
+
+
+def test_tokens_without_a_tokenizer_is_a_usage_error():
+    done = tokens(CHATML, INJECTION)
+    assert done.returncode == 2 and "--tokenizer" in done.stderr and "Traceback" not in done.stderr
