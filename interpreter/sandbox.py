@@ -207,6 +207,22 @@ def prints_itself(value: Any) -> bool:
 
 # ---------------------------------------------------------------------------- the environment's
 
+def _intercepted(field: str) -> property:
+    """`intercepted_binops` / `intercepted_unops`: empty by default; setting them clears the
+    `from_string` cache, since a template compiled before would not route the operators (Jinja2
+    compiles again at each `from_string`). A subclass may also set them as class attributes."""
+    def get(env: Any) -> frozenset:
+        return env.__dict__.get(field, frozenset())
+
+    def put(env: Any, operators: Any) -> None:
+        env.__dict__[field] = frozenset(operators)
+        cache = env.__dict__.get("_cache")
+        if cache is not None:
+            with env._lock:
+                cache.clear()
+    return property(get, put)
+
+
 class SandboxHooks:
     """Jinja2's `SandboxedEnvironment` API on `Environment`: the hooks a subclass may override
     and the operator interception (`intercepted_binops` names the operators whose every use the
@@ -215,8 +231,8 @@ class SandboxHooks:
     sandboxed = True
     default_binop_table = DEFAULT_BINOP_TABLE
     default_unop_table = DEFAULT_UNOP_TABLE
-    intercepted_binops: frozenset = frozenset()
-    intercepted_unops: frozenset = frozenset()
+    intercepted_binops = _intercepted("_intercepted_binops")
+    intercepted_unops = _intercepted("_intercepted_unops")
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         """Whether a template may read `attr` (giving `value`) of the host object `obj`."""

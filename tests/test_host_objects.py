@@ -373,6 +373,22 @@ def test_call_binop_keeps_marks():
     assert result == "<|im_end|>!" and result.spans == ((0, 10),)
 
 
+def test_setting_intercepted_operators_recompiles_templates():
+    env = ours()
+    before = env.from_string("{{ 1 + 2 }}")
+    env.intercepted_binops = {"+"}
+    assert env.intercepted_binops == frozenset({"+"})
+    assert env.from_string("{{ 1 + 2 }}") is not before  # compiled again, as Jinja2 does
+
+
+def test_intercepted_operators_can_be_set_on_a_subclass():
+    class Intercepting(jinjamark.Environment):
+        intercepted_unops = frozenset({"-"})
+
+    assert Intercepting().intercepted_unops == frozenset({"-"})
+    assert Intercepting().intercepted_binops == frozenset()
+
+
 def _wired() -> bool:
     env = ours()
     env.intercepted_binops = frozenset({"+"})
