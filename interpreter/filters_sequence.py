@@ -103,7 +103,8 @@ def do_join(eval_ctx: Any, value: Any, d: Any = "", attribute: Any = None) -> st
     env = eval_ctx.environment
     if attribute is not None:
         value = map(make_attrgetter(env, attribute), value)
-    items = [item if hasattr(item, "__html__") else env.to_string(item) for item in value]
+    items = [item if hasattr(item, "__html__") and (eval_ctx.autoescape or isinstance(item, str))
+             else env.to_string(item) for item in value]  # a host object's __html__: escaping only
     sep = d if hasattr(d, "__html__") else env.to_string(d)
     if eval_ctx.autoescape and any(hasattr(x, "__html__") for x in [sep, *items]):
         # as Jinja2: a safe separator or item makes the join safe, the rest escaped

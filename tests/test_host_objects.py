@@ -191,7 +191,20 @@ CASES = [
     "{{ seq|join('-') }} {{ seq|sum }} {{ seq|first }} {{ seq|map('string')|list }}",
     "{{ g.anything }} {{ g['x'] }} {{ g._hidden is defined }}",
     # __html__: safe when autoescaping (see the autoescape cases), str() when not
-    "{{ h }} {{ h|string }} {{ h|safe }}",
+    "{{ h }} {{ h|string }} {{ h|safe }} {{ h|e }} {{ [h]|join }} {{ [h, s]|join(',') }}",
+    # tests and filters on host objects
+    "{{ u is mapping }} {{ u is sequence }} {{ u is iterable }} {{ seq is iterable }} {{ sub is mapping }} {{ pt is sequence }}",
+    "{{ u is callable }} {{ u.greet is callable }} {{ cls is callable }} {{ u is sameas u }} {{ u == u }} {{ u != us[0] }}",
+    "{{ seq|reverse|list }} {{ pts|reverse|list }} {{ seq|batch(2)|list }} {{ seq|slice(2)|list }} {{ seq|count }}",
+    "{{ sub|dictsort }} {{ sub|items|list }} {{ sub|xmlattr }} {{ sub|tojson }}",
+    "{{ s|upper }} {{ s|replace('x','y') }} {{ s|center(9) }} {{ s|wordcount }} {{ s|trim }} {{ s|escape }}",
+    "{{ d|replace('-', '/') }} {{ '%s|%s' % (d, pt) }} {{ '%s' % (u,) }} {{ '{} {}'.format(d, pt) }}",
+    "{{ us|map('attr', 'name')|list }} {{ us|selectattr('greet')|list|length }} {{ us|selectattr('_secret')|list|length }}",
+    "{% for u in us if u.age > 25 %}{{ u.name }}{% endfor %}{% for x, y in pts %}{{ x }}-{{ y }};{% endfor %}",
+    "{% set ns = namespace(u=u) %}{{ ns.u.name }}{% macro show(x) %}{{ x.name }}{% endmacro %}{{ show(u) }}",
+    "{{ us|groupby('age')|map(attribute='grouper')|list }} {{ us|groupby('age')|map(attribute='list')|map('length')|list }}",
+    "{{ u|default('x') }} {{ u.nope|default('dflt') }} {{ u._secret|default('dflt') }}",
+    "{{ seq|min }} {{ seq|max }} {{ seq|unique|list }} {{ seq|sort|list }} {{ u.age is divisibleby 4 }}",
     # containers of the host's own kinds
     "{{ sub.a }} {{ sub.extra }} {{ sub['a'] }} {{ sub.items()|list }} {{ sub|length }}",
     "{{ ls.note }} {{ ls|sort }} {{ ls[0] }} {{ ls|length }}",
@@ -229,7 +242,7 @@ def test_host_objects_read_as_in_jinja2s_sandbox(source, immutable):
 
 
 @pytest.mark.parametrize("source", [
-    "{{ h }}|{{ h|e }}|{{ h|safe }}|{{ h|string }}|{{ [h]|join(',') }}",
+    "{{ h }}|{{ h|e }}|{{ h|safe }}|{{ h|string }}|{{ [h]|join(',') }}|{{ [h, '<']|join }}",
     "{{ s }}|{{ u }}|{{ u.name }}|{{ d }}|{{ pt }}",
 ])
 def test_host_objects_under_autoescaping(source):
