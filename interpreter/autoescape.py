@@ -51,8 +51,9 @@ def set_autoescape(ev: Any, on: bool) -> None:
     ev.autoescape = bool(on)
     ev.eval_ctx = RenderContext(ev.env, True) if on else None
     output = exec_output_escaped if on and ev.env.finalize is None else ev.env.handlers[ast.Output]
-    ev.handlers = dict(ev.handlers)
-    ev.handlers[ast.Output] = guarded(output) if ev.parent is not None else output
+    handlers = dict(ev.handlers)  # assigned whole: the evaluator reads its fast flag from it
+    handlers[ast.Output] = guarded(output) if ev.parent is not None else output
+    ev.handlers = handlers
 
 
 def autoescaping(ev: Any, on: bool) -> "_Switch":

@@ -9,6 +9,7 @@ from .errors import TemplateAssertionError
 from .evaluator import Evaluator
 from .expressions import COMPARE
 from .grammar import ast
+from .compiling.core import COMPILERS
 from .scope import Scope, frame_fields
 
 
@@ -26,7 +27,7 @@ def check(env: Any, tree: ast.Template, name: Optional[str], source: str) -> Non
             _refuse(f"No filter named {node.name!r}.", node, name, source)
         elif kind is ast.Test and node.name not in env.tests and not soft:
             _refuse(f"No test named {node.name!r}.", node, name, source)
-        elif isinstance(node, ast.Stmt | ast.Expr) and kind not in env.handlers:
+        elif isinstance(node, ast.Stmt | ast.Expr) and kind not in env.handlers and kind not in COMPILERS:
             _refuse(f"no handler for {kind.__name__} nodes: a rule builds them, but no "
                          "enabled extension has a handler for them", node, name, source)
         elif kind is ast.Binary and node.op not in env.operators:

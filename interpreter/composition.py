@@ -202,9 +202,10 @@ def exec_extends(ev: Any, node: ast.Extends, scope: Scope) -> None:
     ev.parent = parent
     # From here on the parent writes the page: this template's text and outputs are no longer
     # even evaluated (Jinja2 guards them), except in bodies that run as functions (macros).
-    ev.handlers = dict(ev.handlers)
-    ev.handlers[ast.Text] = guarded(ev.handlers[ast.Text])
-    ev.handlers[ast.Output] = guarded(ev.handlers[ast.Output])
+    handlers = dict(ev.handlers)  # assigned whole: the evaluator reads its fast flag from it
+    handlers[ast.Text] = guarded(handlers[ast.Text])
+    handlers[ast.Output] = guarded(handlers[ast.Output])
+    ev.handlers = handlers
 
 
 def guarded(handler: Any) -> Any:

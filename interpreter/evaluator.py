@@ -1,8 +1,12 @@
-"""The evaluator: a handler per AST node class, found through a table.
+"""The evaluator: one render of one template, running the template's compiled closures.
 
-Statement handlers write to `Evaluator.out`; expression handlers return values. Both take
-`(evaluator, node, scope)`. Extensions add handlers for their own node classes; a node
-without a handler fails loudly.
+Each node is compiled once per template into a closure (compiling/): the core's statements and
+expressions by their compilers, every other node class to a call of its handler from the
+evaluator's table, `handler(evaluator, node, scope)`. Statement handlers write to
+`Evaluator.out`; expression handlers return values. Extensions add handlers for their own node
+classes; a node without a handler fails loudly. The handlers here are the statements that run by
+handler (block `set`, macros, call and filter blocks, `with`, recursive loops) and the text and
+output handlers used when autoescaping, `finalize`, `extends` or span tracking change printing.
 """
 from __future__ import annotations
 
@@ -13,7 +17,8 @@ from .errors import LimitExceeded, TemplateError, TemplateRuntimeError
 from .limits import Budget
 from .autoescape import exec_autoescape, rendered
 from .composition import COMPOSITION, template_reference
-from .expressions import ALL_TEXT, EXPRESSIONS, add_up, call_value, evaluate_arguments
+from .compiling import CODE, code_of
+from .expressions import call_value, evaluate_arguments
 from .markup import Markup
 from .marks import concat
 from .macros import make_macro
@@ -53,6 +58,8 @@ class Evaluator:
         self.budget = Budget(environment.limits)
         self.steps = Budget.BATCH
         self.memo = {} if memo is None else memo  # per template: facts about its nodes
+        code = self.memo.get(CODE)  # per template: the closure of each node, compiled when reached
+        self.code = self.memo.setdefault(CODE, {}) if code is None else code
         # names to declare unassigned before some statements (scope.declarations), found
         # when the template was compiled; none for an expression evaluated on its own
         self.declared = self.memo.get(DECLARED)
@@ -66,19 +73,24 @@ class Evaluator:
         self.default_autoescape = False
         self.eval_ctx: Any = None
 
+    @property
+    def handlers(self) -> dict[type, Handler]:
+        return self._handlers
+
+    @handlers.setter
+    def handlers(self, table: dict[type, Handler]) -> None:
+        """Set the table; `fast` says whether compiled text and output may write directly."""
+        self._handlers = table
+        self.fast = (type(self) is Evaluator and table.get(ast.Text) is exec_text
+                     and table.get(ast.Output) is exec_output)
+
     # ------------------------------------------------------------------ dispatch
     def eval(self, node: Any, scope: Scope) -> Any:
-        try:
-            self.steps -= 1
-            if self.steps <= 0:
-                self.steps = self.budget.refuel()
-            return self.handlers[node.__class__](self, node, scope)
-        except KeyError as e:
-            if node.__class__ not in self.handlers:
-                raise TemplateRuntimeError(f"no handler for {node.__class__.__name__} nodes") from None
-            self.fail(e, node)
-        except Exception as e:
-            self.fail(e, node)
+        """The value of an expression, or the effect of a statement (handlers call this)."""
+        self.steps -= 1
+        if self.steps <= 0:
+            self.steps = self.budget.refuel(self.steps)
+        return code_of(self.code, node)(self, scope)
 
     def fail(self, e: Exception, node: Any) -> NoReturn:
         """Raise `e` as an error at `node`: a template error gets the node's position unless an
@@ -101,9 +113,8 @@ class Evaluator:
         error.locate(node.span.line, node.span.column, self.name, self.source)
         return error
 
-    def run(self, body: Iterable[Any], scope: Scope) -> None:
-        for node in body:
-            self.eval(node, scope)
+    def run(self, body: tuple, scope: Scope) -> None:
+        code_of(self.code, body)(self, scope)
 
     def declare(self, node: Any, scope: Scope) -> None:
         """Before a statement whose inner frames may read names that this scope's frame owns
@@ -129,11 +140,13 @@ class Evaluator:
 
     def lookup(self, name: str, scope: Scope) -> Any:
         value = scope.lookup(name)
-        if value is MISSING:
-            if name == "self" and self.chain is not None:  # the blocks, unless a variable
-                return template_reference(self.chain)
-            return self.undefined(name=name)
-        return value
+        return self.lookup_missing(name) if value is MISSING else value
+
+    def lookup_missing(self, name: str) -> Any:
+        """What a name no scope holds (or holds unassigned) stands for."""
+        if name == "self" and self.chain is not None:  # the blocks, unless a variable
+            return template_reference(self.chain)
+        return self.undefined(name=name)
 
 
 # ---------------------------------------------------------------------------- statements
@@ -144,11 +157,9 @@ def exec_text(ev: Evaluator, node: ast.Text, scope: Scope) -> None:
 
 
 def exec_output(ev: Evaluator, node: ast.Output, scope: Scope) -> None:
+    """`{{ expr }}` printed through `Evaluator.write` (the compiled output's general form)."""
     expr = node.expr
-    kind = type(expr)
-    if kind is ast.Binary and expr.op == "+":
-        write_sum(ev, expr, scope)
-    elif kind is ast.Concat:  # `{{ a ~ b }}` prints as `{{ a }}{{ b }}`
+    if type(expr) is ast.Concat:  # `{{ a ~ b }}` prints as `{{ a }}{{ b }}`
         for item in expr.items:
             value = ev.eval(item, scope)
             try:
@@ -157,25 +168,6 @@ def exec_output(ev: Evaluator, node: ast.Output, scope: Scope) -> None:
                 ev.fail(e, expr)
     else:
         ev.write(ev.eval(expr, scope))
-
-
-def write_sum(ev: Evaluator, expr: ast.Binary, scope: Scope) -> None:
-    """`{{ a + b + c }}`: while the addends are text, they are written one after the other,
-    without building the joined string (nor, when some are input, its marks)."""
-    texts, value = add_up(ev, expr, scope)
-    if value is ALL_TEXT:
-        for text in texts:
-            ev.write(text)
-    else:
-        ev.write(value)
-
-
-def exec_if(ev: Evaluator, node: ast.If, scope: Scope) -> None:
-    for test, body in node.branches:
-        if ev.eval(test, scope):
-            ev.run(body, scope)
-            return
-    ev.run(node.otherwise, scope)
 
 
 def exec_for(ev: Evaluator, node: ast.For, scope: Scope) -> None:
@@ -187,7 +179,7 @@ def exec_for(ev: Evaluator, node: ast.For, scope: Scope) -> None:
 def run_loop(ev: Evaluator, node: ast.For, scope: Scope, iterable: Any, depth0: int) -> None:
     iterator, length = loop_iterator(iterable)
     if node.condition is not None:
-        iterator, length = _filtered(ev, node, scope, iterator), None
+        iterator, length = filtered(ev, node, scope, iterator), None
     recurse = _recursion(ev, node, scope) if node.recursive else None
     loop = LoopContext(iterator, length, depth0, ev.undefined, recurse, iterable)
     completed = False  # Jinja2 runs `else` unless some iteration ran its body to the end
@@ -195,7 +187,7 @@ def run_loop(ev: Evaluator, node: ast.For, scope: Scope, iterable: Any, depth0: 
         ev.budget.iterate(1)
         ev.steps -= 1  # an iteration is a step even when its body is empty
         if ev.steps <= 0:
-            ev.steps = ev.budget.refuel()
+            ev.steps = ev.budget.refuel(ev.steps)
         inner = Scope(scope)
         assign(ev, node.target, item, inner)
         inner.vars["loop"] = loop
@@ -223,7 +215,7 @@ def _recursion(ev: Evaluator, node: ast.For, scope: Scope) -> Callable[[Any, int
     return recurse
 
 
-def _filtered(ev: Evaluator, node: ast.For, scope: Scope, items: Any) -> Any:
+def filtered(ev: Evaluator, node: ast.For, scope: Scope, items: Any) -> Any:
     """The items that pass `for ... if condition`, lazily. As Jinja2's generator does, an item
     unpacked into a tuple target comes out as a tuple of its parts (a list becomes a tuple)."""
     for item in items:
@@ -260,10 +252,6 @@ def loop_items(iterable: Any) -> list:
     if iterable is None:
         raise TypeError("'NoneType' object is not iterable")
     return list(iterable)
-
-
-def exec_assign(ev: Evaluator, node: ast.Assign, scope: Scope) -> None:
-    assign(ev, node.target, ev.eval(node.expr, scope), scope)
 
 
 def exec_assign_block(ev: Evaluator, node: ast.AssignBlock, scope: Scope) -> None:
@@ -344,9 +332,7 @@ def exec_with(ev: Evaluator, node: ast.With, scope: Scope) -> None:
 STATEMENTS: dict[type, Handler] = {
     ast.Text: exec_text,
     ast.Output: exec_output,
-    ast.If: exec_if,
     ast.For: exec_for,
-    ast.Assign: exec_assign,
     ast.AssignBlock: exec_assign_block,
     ast.Macro: exec_macro,
     ast.CallBlock: exec_call_block,
@@ -354,5 +340,6 @@ STATEMENTS: dict[type, Handler] = {
     ast.With: exec_with,
 }
 
-CORE_HANDLERS: dict[type, Handler] = {**STATEMENTS, ast.AutoEscape: exec_autoescape, **COMPOSITION,
-                                       **EXPRESSIONS}
+# The handlers of the statements that run by handler (and of text, output and for loops, whose
+# compiled closures fall back to them); the core's expressions and `if`/`set` are compiled only.
+CORE_HANDLERS: dict[type, Handler] = {**STATEMENTS, ast.AutoEscape: exec_autoescape, **COMPOSITION}

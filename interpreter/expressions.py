@@ -1,4 +1,6 @@
-"""Expression handlers: `(evaluator, node, scope) -> value`, with Jinja2's semantics."""
+"""The operations expressions perform, with Jinja2's semantics: operators, calls, slices,
+`~`. The compiled expressions (compiling/expressions.py) call these; so do the handlers that
+run at render time (call blocks, filter blocks) and extensions."""
 from __future__ import annotations
 
 import operator
@@ -21,56 +23,14 @@ from .values import get_attribute, get_item, to_string
 _SMALL = 256  # characters or items copied without metering: fuel bounds the steps that do it
 
 
-def eval_const(ev, node: ast.Const, scope):
-    return node.value
-
-
-def eval_name(ev, node: ast.Name, scope):
-    return ev.lookup(node.name, scope)
-
-
-def eval_list(ev, node: ast.ListLiteral, scope):
-    return [ev.eval(item, scope) for item in node.items]
-
-
-def eval_tuple(ev, node: ast.TupleLiteral, scope):
-    return tuple(ev.eval(item, scope) for item in node.items)
-
-
-def eval_dict(ev, node: ast.DictLiteral, scope):
-    result = {}
-    for k, v in node.pairs:
-        key = ev.eval(k, scope)
-        if type(key) is tuple:  # hashing a tuple walks all of it
-            charge_walk(key)
-        result[key] = ev.eval(v, scope)
+def slice_value(obj: Any, key: Any) -> Any:
+    """`obj[a:b]` as Jinja2 compiles it (plain Python subscription; a failing slice raises).
+    Safe text (Markup, safe marked) slices itself, so the slice stays safe."""
+    kind = type(obj)
+    result = marks.getitem(obj, key) if kind is str or kind is Input or kind is Mixed else obj[key]
+    if isinstance(result, (str, list, tuple)) and len(result) > _SMALL:
+        charge(len(result) * COPY)
     return result
-
-
-def eval_getattr(ev, node: ast.GetAttr, scope):
-    return get_attribute(ev.eval(node.obj, scope), node.attr, ev.undefined, ev.mutable)
-
-
-def eval_getitem(ev, node: ast.GetItem, scope):
-    obj = ev.eval(node.obj, scope)
-    if type(node.key) is ast.Slice and not is_constant(node.obj):
-        # Jinja2 slices with plain Python subscription, except where its optimizer folded a
-        # constant (then a failing slice is undefined, as any failing item access)
-        key = ev.eval(node.key, scope)
-        kind = type(obj)  # safe text (Markup, safe marked) slices itself: the slice stays safe
-        result = marks.getitem(obj, key) if kind is str or kind is Input or kind is Mixed else obj[key]
-        if isinstance(result, (str, list, tuple)) and len(result) > _SMALL:
-            charge(len(result) * COPY)
-        return result
-    key = ev.eval(node.key, scope)
-    if type(key) is tuple:
-        charge_walk(key)
-    return get_item(obj, key, ev.undefined, ev.mutable)
-
-
-def eval_slice(ev, node: ast.Slice, scope):
-    part = lambda n: None if n is None else ev.eval(n, scope)
-    return slice(part(node.start), part(node.stop), part(node.step))
 
 
 def is_constant(node: Any) -> bool:
@@ -118,7 +78,7 @@ def call_value(func: Any, args: list, kwargs: dict, autoescape: Any = None) -> A
             raise TypeError("keywords must be strings")
     if type(func) is Macro:
         return func.invoke(func, tuple(args), kwargs, autoescape)
-    if type(func) in _OWN_CALLABLES:  # they keep marks; the host's functions are taken fail safe
+    if type(func) in OWN_CALLABLES:  # they keep marks; the host's functions are taken fail safe
         return func(*args, **kwargs)
     from . import sandbox  # the environment's is_safe_callable (Jinja2's: no @unsafe callables)
     if not sandbox.is_safe_callable(func):
@@ -130,37 +90,7 @@ def call_value(func: Any, args: list, kwargs: dict, autoescape: Any = None) -> A
     return host_result(func, func(*args, **kwargs), args, kwargs)
 
 
-_OWN_CALLABLES = frozenset({Method, Function, LoopContext, Joiner, BlockReference})  # macros: above
-
-
-def eval_call(ev, node: ast.Call, scope):
-    func = ev.eval(node.func, scope)
-    args, kwargs = evaluate_arguments(ev, node.arguments, scope)
-    try:
-        if (type(func) not in _OWN_CALLABLES and type(func) is not Macro and callable(func)
-                and not isinstance(func, Undefined)):
-            result = call_passing(func, ev, scope, args, kwargs)  # pass_context and the like
-            if result is not NOTHING:
-                return result
-        return call_value(func, args, kwargs, ev.autoescape)
-    except StopIteration:  # as Jinja2's Context.call: it would end a generator around the call
-        return ev.undefined("value was undefined because a callable raised a StopIteration "
-                            "exception")
-
-
-def eval_filter(ev, node: ast.Filter, scope):
-    value = ev.eval(node.value, scope)
-    args, kwargs = evaluate_arguments(ev, node.arguments, scope)
-    context = context_if_wanted(ev.env.filters.get(node.name), ev, scope)
-    return ev.env.call_filter(node.name, value, args, kwargs, context, ev.eval_ctx)
-
-
-def eval_test(ev, node: ast.Test, scope):
-    value = ev.eval(node.value, scope)
-    args, kwargs = evaluate_arguments(ev, node.arguments, scope)
-    context = context_if_wanted(ev.env.tests.get(node.name), ev, scope)
-    result = bool(ev.env.call_test(node.name, value, args, kwargs, context, ev.eval_ctx))
-    return not result if node.negated else result
+OWN_CALLABLES = frozenset({Method, Function, LoopContext, Joiner, BlockReference})  # macros: above
 
 
 # ---------------------------------------------------------------------------- operators
@@ -178,64 +108,6 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
 
 
 _CORE_OPERATORS = frozenset(BINARY.values())
-
-
-def eval_binary(ev, node: ast.Binary, scope):
-    if node.op == "+" and type(node.left) is ast.Binary and node.left.op == "+":
-        texts, value = add_up(ev, node, scope)  # a + b + c: joined once when all are text
-        if value is not ALL_TEXT:
-            return value
-        ev.budget.limits.check_size(sum(map(len, texts)))
-        return concat(texts)
-    left = ev.eval(node.left, scope)
-    return binary(ev, node.op, left, ev.eval(node.right, scope))
-
-
-ALL_TEXT = object()
-
-
-def add_up(ev, expr: ast.Binary, scope) -> tuple[list, Any]:
-    """`a + b + c`, its addends evaluated left to right. While they are text (not safe text,
-    which escapes what is added to it), they are collected instead of added: `(texts, ALL_TEXT)`
-    when all are. From the first addend that is not text on, the rest are added as the
-    expression tree adds them, in the same order: `([], sum)`."""
-    operands, adders = _addends(ev, expr)
-    texts: list[str] = []
-    for i, operand in enumerate(operands):
-        value = ev.eval(operand, scope)
-        kind = type(value)
-        if kind is str or kind is Input or kind is Mixed and not is_safe(value):
-            texts.append(value)
-            continue
-        if texts:
-            ev.budget.limits.check_size(sum(map(len, texts)))
-            value = _add(ev, adders[i - 1], concat(texts), value)
-        for j in range(i + 1, len(operands)):
-            value = _add(ev, adders[j - 1], value, ev.eval(operands[j], scope))
-        return [], value
-    return texts, ALL_TEXT
-
-
-def _addends(ev, expr: ast.Binary) -> tuple[list, list]:
-    """`(a + b) + c` -> operands [a, b, c] and the `+` nodes that add b and c."""
-    key = id(expr)
-    found = ev.memo.get(key)
-    if found is None:
-        operands, adders = [], []
-        while type(expr) is ast.Binary and expr.op == "+":
-            operands.append(expr.right)
-            adders.append(expr)
-            expr = expr.left
-        operands.append(expr)
-        found = ev.memo[key] = (operands[::-1], adders[::-1])
-    return found
-
-
-def _add(ev, node: ast.Binary, left: Any, right: Any) -> Any:
-    try:
-        return binary(ev, "+", left, right)
-    except Exception as e:
-        ev.fail(e, node)
 
 
 def binary(ev, op: str, left: Any, right: Any) -> Any:
@@ -269,22 +141,9 @@ def binary(ev, op: str, left: Any, right: Any) -> Any:
     return host_result(fn, fn(left, right), (left, right), None)  # an extension's operator
 
 
-def eval_unary(ev, node: ast.Unary, scope):
-    value = ev.eval(node.operand, scope)
-    if node.op == "not":
-        return not value
-    return -value if node.op == "-" else +value
-
-
-def eval_logical(ev, node: ast.Logical, scope):
-    left = ev.eval(node.left, scope)
-    if node.op == "and":
-        return ev.eval(node.right, scope) if left else left
-    return left if left else ev.eval(node.right, scope)
-
-
-def eval_concat(ev, node: ast.Concat, scope):
-    pieces = [to_string(ev.eval(item, scope)) for item in node.items]
+def join_printed(ev: Any, values: list) -> str:
+    """`a ~ b ~ c`: each printed as `{{ }}` prints it, joined (escaping while autoescaping)."""
+    pieces = [to_string(value) for value in values]
     size = sum(map(len, pieces))
     ev.budget.limits.check_size(size)
     if size > _SMALL:
@@ -304,28 +163,7 @@ COMPARE: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
-def eval_compare(ev, node: ast.Compare, scope):
-    """`a < b < c` is `a < b and b < c` with `b` evaluated once, as in Python, to which Jinja2
-    compiles it: the first false result, else the last. An extension's comparison operator
-    (a terminal added to `comp_op`, its function in `Extension.operators`) chains the same way."""
-    left = ev.eval(node.first, scope)
-    result: Any = True
-    for op, expr in node.ops:
-        right = ev.eval(expr, scope)
-        compare = COMPARE.get(op) or ev.env.operators.get(op)
-        if compare is None:
-            raise TemplateRuntimeError(f"no operator {op!r}: a rule builds it, but no enabled "
-                                       "extension defines it")
-        if not _cheap_to_compare(left, right):
-            charge_compare(left, right)  # long strings scanned, structures walked: metered
-        result = compare(left, right)
-        if not result:
-            return result
-        left = right
-    return result
-
-
-def _cheap_to_compare(left: Any, right: Any) -> bool:
+def cheap_to_compare(left: Any, right: Any) -> bool:
     """Two numbers, or short text against anything (what fuel already pays for)."""
     tr = type(right)
     if tr is str or tr is Input or tr is Mixed:
@@ -335,33 +173,5 @@ def _cheap_to_compare(left: Any, right: Any) -> bool:
     return tr is int and type(left) is int
 
 
-def eval_condexpr(ev, node: ast.CondExpr, scope):
-    if ev.eval(node.test, scope):
-        return ev.eval(node.then, scope)
-    if node.otherwise is None:  # always the lenient Undefined, whatever the environment's is
-        return Undefined("the inline if-expression on line "
-                            f"{node.span.line} evaluated to false and no else section was defined.")
-    return ev.eval(node.otherwise, scope)
-
-
-EXPRESSIONS: dict[type, Callable] = {
-    ast.Const: eval_const,
-    ast.Name: eval_name,
-    ast.ListLiteral: eval_list,
-    ast.TupleLiteral: eval_tuple,
-    ast.DictLiteral: eval_dict,
-    ast.GetAttr: eval_getattr,
-    ast.GetItem: eval_getitem,
-    ast.Slice: eval_slice,
-    ast.Call: eval_call,
-    ast.Filter: eval_filter,
-    ast.Test: eval_test,
-    ast.Binary: eval_binary,
-    ast.Unary: eval_unary,
-    ast.Logical: eval_logical,
-    ast.Concat: eval_concat,
-    ast.Compare: eval_compare,
-    ast.CondExpr: eval_condexpr,
-}
-
-__all__ = ["EXPRESSIONS", "binary", "call_value", "evaluate_arguments", "is_constant"]
+__all__ = ["BINARY", "COMPARE", "OWN_CALLABLES", "binary", "call_value", "cheap_to_compare",
+           "evaluate_arguments", "is_constant", "join_printed", "slice_value"]

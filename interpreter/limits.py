@@ -268,9 +268,10 @@ class Budget:
         self.output = limits.max_output
         self.deadline = time.monotonic() + limits.deadline if limits.deadline is not None else None
 
-    def refuel(self) -> int:
-        """Called every BATCH steps: take fuel from the budget and look at the clock."""
-        self.fuel -= self.BATCH
+    def refuel(self, steps: int = 0) -> int:
+        """Called when the steps of a batch are spent (`steps` <= 0: how far past): take the
+        batch and the overdraft from the fuel and look at the clock; a new batch of steps."""
+        self.fuel -= self.BATCH - steps
         if self.fuel < 0:
             raise LimitExceeded(f"the render took more than {self.limits.max_fuel} steps")
         if self.deadline is not None and time.monotonic() > self.deadline:

@@ -1,0 +1,23 @@
+"""Compiling: each AST node becomes a Python closure once per template (core.py), expressions
+(expressions.py) and statements (statements.py) by their own compilers."""
+from __future__ import annotations
+
+from typing import Any
+
+from . import expressions, statements  # noqa: F401 - they register their compilers
+from .core import COMPILERS, Code, compile_body, compile_node
+
+CODE = "compiled code"  # the template memo's key: id(node or body) -> (closure, node or body)
+
+
+def code_of(code: dict, node: Any) -> Code:
+    """The closure of a node (or of a body, a tuple of statements), compiled when first asked.
+    The entry holds the node too, so that its id is not reused while the entry lives."""
+    entry = code.get(id(node))
+    if entry is None:
+        compiled = compile_body(node) if type(node) is tuple else compile_node(node)
+        entry = code[id(node)] = (compiled, node)
+    return entry[0]
+
+
+__all__ = ["CODE", "COMPILERS", "Code", "code_of", "compile_body", "compile_node"]

@@ -1,0 +1,118 @@
+"""The compiler's frame: a node becomes a closure `code(evaluator, scope)`, once per template.
+
+Each node class has a compiler (a handler run once, at the first render that reaches the node)
+that returns the closure doing that node's work; a render then calls closures, which call their
+children's closures directly: no table lookup, no per-node bookkeeping. A node class without a
+compiler (an extension's, or a statement the core runs by handler, such as `include`) compiles to
+a closure that calls its handler from `Evaluator.handlers`, so extensions keep the
+`handler(evaluator, node, scope)` protocol.
+
+Errors keep their exact positions: each closure that can fail catches the exception where it
+stands and raises it located at its node (`Evaluator.fail`); Python's try costs nothing until
+something is raised. Fuel is charged per body run, the size of the body's statements counted
+once at compile time, and output per write.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..errors import TemplateRuntimeError
+from ..grammar import ast
+
+Code = Callable[[Any, Any], Any]
+Compiler = Callable[[Any], Code]
+
+COMPILERS: dict[type, Compiler] = {}  # node class -> its compiler (expressions.py, statements.py)
+
+
+def compiles(*kinds: type) -> Callable[[Compiler], Compiler]:
+    """Register a compiler for these node classes."""
+    def register(compiler: Compiler) -> Compiler:
+        for kind in kinds:
+            COMPILERS[kind] = compiler
+        return compiler
+    return register
+
+
+def compile_node(node: Any) -> Code:
+    compiler = COMPILERS.get(type(node))
+    return compiler(node) if compiler is not None else by_handler(node)
+
+
+def by_handler(node: Any) -> Code:
+    """A node run by its handler at render time: an extension's, or a rare core statement."""
+    kind = type(node)
+
+    def run(ev: Any, scope: Any) -> Any:
+        handler = ev.handlers.get(kind)
+        if handler is None:
+            raise TemplateRuntimeError(f"no handler for {kind.__name__} nodes")
+        try:
+            return handler(ev, node, scope)
+        except Exception as e:
+            ev.fail(e, node)
+    return run
+
+
+def compile_statements(body: tuple) -> tuple[tuple, int]:
+    """The closures of a body's statements, and their size in fuel."""
+    return tuple(compile_node(statement) for statement in body), sum(map(size, body))
+
+
+def compile_body(body: tuple) -> Code:
+    """The statements of a body as one closure that charges their size in fuel, then runs them."""
+    codes, cost = compile_statements(body)
+    if not codes:
+        return _nothing
+    if len(codes) == 1:
+        only = codes[0]
+
+        def run_one(ev: Any, scope: Any) -> None:
+            ev.steps -= cost
+            if ev.steps <= 0:
+                ev.steps = ev.budget.refuel(ev.steps)
+            only(ev, scope)
+        return run_one
+
+    def run(ev: Any, scope: Any) -> None:
+        ev.steps -= cost
+        if ev.steps <= 0:
+            ev.steps = ev.budget.refuel(ev.steps)
+        for code in codes:
+            code(ev, scope)
+    return run
+
+
+def _nothing(ev: Any, scope: Any) -> None:
+    return None
+
+
+def size(statement: Any) -> int:
+    """The nodes of a statement evaluated each time it runs: itself and its expressions, not the
+    bodies nested in it (each charges for itself when it runs)."""
+    count = 0
+    stack = [statement]
+    while stack:
+        node = stack.pop()
+        count += 1
+        for child in ast.children(node):
+            if not isinstance(child, ast.Stmt):
+                stack.append(child)
+    return count
+
+
+class Lazy:
+    """Closures compiled when first run: a branch or loop body that never runs costs nothing to
+    compile. `codes[i]` is None until body `i` has run once."""
+
+    __slots__ = ("bodies", "codes")
+
+    def __init__(self, bodies: tuple) -> None:
+        self.bodies = bodies
+        self.codes: list = [None] * len(bodies)
+
+    def get(self, i: int) -> Code:
+        code = self.codes[i]
+        if code is None:
+            code = self.codes[i] = compile_body(self.bodies[i])
+        return code

@@ -1,0 +1,253 @@
+"""Statement compilers: text, `{{ }}`, `if`, `for` and `set` become closures writing to
+`Evaluator.out`. The rarer statements (block `set`, macros, call and filter blocks, `with`,
+autoescape, composition) run through their handlers (evaluator.py, composition.py), whose bodies
+are compiled closures too.
+
+Output is written directly only on an evaluator whose `fast` flag is set: a plain render with
+the core's text and output handlers. Autoescaping, `finalize`, a child template after
+`extends` and span tracking swap those handlers, and the closures then call them instead.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..grammar import ast
+from ..marks import Input, Mixed
+from ..runtime import LoopContext
+from ..scope import Scope
+from ..values import to_string
+from .core import Code, Lazy, compile_node, compile_statements, compiles
+from .expressions import ALL_TEXT, Addends, add_texts
+
+
+@compiles(ast.Text)
+def compile_text(node: ast.Text) -> Code:
+    text, size = node.text, len(node.text)
+
+    def write_text(ev: Any, scope: Any) -> None:
+        if ev.fast:
+            budget = ev.budget
+            budget.output -= size
+            if budget.output < 0:
+                budget.wrote(0)  # raises LimitExceeded
+            ev.out.append(text)
+        else:
+            ev.handlers[ast.Text](ev, node, scope)
+    return write_text
+
+
+def write(ev: Any, value: Any) -> None:
+    """Print one value (the fast path of Evaluator.write)."""
+    kind = type(value)
+    text = value if kind is str or kind is Input or kind is Mixed else to_string(value)
+    if text:
+        budget = ev.budget
+        budget.output -= len(text)
+        if budget.output < 0:
+            budget.wrote(0)
+        ev.out.append(text)
+
+
+@compiles(ast.Output)
+def compile_output(node: ast.Output) -> Code:
+    expr = node.expr
+    if type(expr) is ast.Binary and expr.op == "+" and type(expr.left) is ast.Binary \
+            and expr.left.op == "+":
+        return _output_sum(node, expr)
+    code = compile_node(expr)
+
+    def output(ev: Any, scope: Any) -> None:
+        if not ev.fast:
+            return ev.handlers[ast.Output](ev, node, scope)
+        value = code(ev, scope)
+        try:
+            write(ev, value)
+        except Exception as e:
+            ev.fail(e, node)
+    return output
+
+
+def _output_sum(node: ast.Output, expr: ast.Binary) -> Code:
+    """`{{ a + b + c }}`: while the addends are text they are written one after the other,
+    without building the joined string (nor, when some are input, its marks)."""
+    sum_ = Addends(expr)
+
+    def output_sum(ev: Any, scope: Any) -> None:
+        if not ev.fast:
+            return ev.handlers[ast.Output](ev, node, scope)
+        texts, size, value = add_texts(ev, sum_, scope)
+        try:
+            if value is ALL_TEXT:
+                budget = ev.budget
+                budget.output -= size
+                if budget.output < 0:
+                    budget.wrote(0)
+                ev.out.extend(texts)
+            else:
+                write(ev, value)
+        except Exception as e:
+            ev.fail(e, node)
+    return output_sum
+
+
+@compiles(ast.If)
+def compile_if(node: ast.If) -> Code:
+    tests = tuple(compile_node(test) for test, _ in node.branches)
+    bodies = Lazy(tuple(body for _, body in node.branches) + (node.otherwise,))
+    last = len(tests)
+
+    def if_(ev: Any, scope: Any) -> None:
+        for i, test in enumerate(tests):
+            value = test(ev, scope)
+            try:
+                taken = True if value else False
+            except Exception as e:  # a strict undefined refuses to be tested
+                ev.fail(e, node)
+            if taken:
+                return bodies.get(i)(ev, scope)
+        if node.otherwise:
+            bodies.get(last)(ev, scope)
+    return if_
+
+
+# ---------------------------------------------------------------------------- loops
+
+@compiles(ast.For)
+def compile_for(node: ast.For) -> Code:
+    if node.recursive:  # `loop(items)` re-enters the loop: the handler's general form
+        return _by_loop_handler(node)
+    from ..evaluator import LoopSignal, filtered, loop_iterator
+    iterable_code = compile_node(node.iter)
+    bodies = Lazy((node.otherwise,))
+    wants_loop, reuse = _reads_loop(node), _frame_stays_inside(node.body)
+    statements: list = []  # [codes, cost + 1], compiled at the first run
+
+    def for_(ev: Any, scope: Any) -> None:
+        if ev.declared:  # most templates have none
+            ev.declare(node, scope)
+        iterable = iterable_code(ev, scope)
+        try:
+            iterator, length = loop_iterator(iterable)
+        except Exception as e:
+            ev.fail(e, node)
+        if node.condition is not None:
+            iterator, length = filtered(ev, node, scope, iterator), None
+        loop = LoopContext(iterator, length, 0, ev.undefined, None, iterable) if wants_loop else None
+        if not statements:
+            codes, cost = compile_statements(node.body)
+            statements[:] = codes, cost + 1  # an iteration is a step even when its body is empty
+        codes, cost = statements
+        try:
+            completed = _iterate(ev, scope, loop if wants_loop else iterator, loop, codes, cost,
+                                 node.target, reuse)
+        except LoopSignal:
+            raise
+        except Exception as e:
+            ev.fail(e, node)
+        if not completed and node.otherwise:
+            bodies.get(0)(ev, Scope(scope))  # a frame of its own: what it sets stays there
+    return for_
+
+
+def _iterate(ev: Any, scope: Any, items: Any, loop: Any, codes: tuple, cost: int, target: Any,
+             reuse: bool) -> bool:
+    """Run the body for each item; whether some iteration ran the body to its end (Jinja2 runs
+    the loop's `else` otherwise). Each iteration has a frame of its own, or, when nothing in the
+    body can keep a frame beyond the iteration (`reuse`), the same frame with new variables."""
+    from ..evaluator import LoopSignal, assign
+    name = target.name if type(target) is ast.NameTarget else None
+    budget = ev.budget
+    completed = False
+    only = codes[0] if len(codes) == 1 else None
+    inner = Scope(scope) if reuse else None
+    for item in items:
+        budget.iterations -= 1
+        if budget.iterations < 0:
+            budget.iterate(0)  # raises LimitExceeded
+        ev.steps -= cost
+        if ev.steps <= 0:
+            ev.steps = budget.refuel(ev.steps)
+        if not reuse:
+            inner = Scope(scope)
+        if name is not None:
+            inner.vars = {name: item}
+        else:
+            inner.vars = {}
+            assign(ev, target, item, inner)
+        if loop is not None:
+            inner.vars["loop"] = loop
+        try:
+            if only is not None:
+                only(ev, inner)
+            else:
+                for code in codes:
+                    code(ev, inner)
+            completed = True
+        except LoopSignal as signal:
+            if signal.stop:
+                break
+    return completed
+
+
+def _by_loop_handler(node: ast.For) -> Code:
+    from ..evaluator import exec_for
+
+    def run(ev: Any, scope: Any) -> None:
+        try:
+            exec_for(ev, node, scope)
+        except Exception as e:
+            ev.fail(e, node)
+    return run
+
+
+# Node classes whose handlers read variables only through their expressions, never `loop` by
+# name: a loop whose body holds only these (and no `loop` name) needs no LoopContext.
+_CORE_MODULES = frozenset({ast.__name__, "jinjamark.builtin_extensions"})
+
+
+# Statements after which nothing can hold on to the frame they ran in: everything but what makes
+# a function of the frame (macros, call blocks, imported modules, blocks) and extensions' nodes.
+_KEEPS_FRAME = frozenset({ast.Macro, ast.CallBlock, ast.Import, ast.FromImport, ast.Include,
+                          ast.Block, ast.Extends})
+
+
+def _frame_stays_inside(body: tuple) -> bool:
+    for inner in ast.walk(body):
+        kind = type(inner)
+        if kind in _KEEPS_FRAME or kind.__module__ not in _CORE_MODULES:
+            return False
+        if kind is ast.For and inner.recursive:
+            return False
+    return True
+
+
+def _reads_loop(node: ast.For) -> bool:
+    for inner in ast.walk((node.body, node.otherwise)):
+        kind = type(inner)
+        if kind is ast.Name and inner.name == "loop":
+            return True
+        if kind.__module__ not in _CORE_MODULES:
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------- assignment
+
+@compiles(ast.Assign)
+def compile_assign(node: ast.Assign) -> Code:
+    code, target = compile_node(node.expr), node.target
+    if type(target) is ast.NameTarget:
+        name = target.name
+
+        def set_name(ev: Any, scope: Any) -> None:
+            scope.vars[name] = code(ev, scope)
+        return set_name
+    from ..evaluator import assign
+
+    def set_target(ev: Any, scope: Any) -> None:
+        value = code(ev, scope)
+        try:
+            assign(ev, target, value, scope)
+        except Exception as e:
+            ev.fail(e, node)
+    return set_target
