@@ -187,10 +187,10 @@ class Environment(sandbox.SandboxHooks, TemplateLoading):
 
     # ------------------------------------------------------------------ used by filters
     def getattr(self, obj: Any, name: str) -> Any:
-        return get_attribute(obj, name, self.undefined, not self.immutable)
+        return sandbox.read_as(self, get_attribute, obj, name)
 
     def getitem(self, obj: Any, key: Any) -> Any:
-        return get_item(obj, key, self.undefined, not self.immutable)
+        return sandbox.read_as(self, get_item, obj, key)
 
     def to_string(self, value: Any) -> str:
         return to_string(value)

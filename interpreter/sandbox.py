@@ -131,6 +131,18 @@ def leave(token: contextvars.Token) -> None:
     _environment.reset(token)
 
 
+def read_as(env: Any, read: Callable, obj: Any, key: Any) -> Any:
+    """`env.getattr` / `env.getitem`: `read` (values.get_attribute or get_item) with `env`'s hooks
+    deciding, also when Python calls it outside a render."""
+    if _environment.get() is env:
+        return read(obj, key, env.undefined, not env.immutable)
+    token = _environment.set(env)
+    try:
+        return read(obj, key, env.undefined, not env.immutable)
+    finally:
+        _environment.reset(token)
+
+
 def is_safe_attribute(obj: Any, attr: str, value: Any) -> bool:
     env = _environment.get()
     if env is None:

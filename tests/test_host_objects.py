@@ -277,6 +277,26 @@ def test_generated_attribute_reads_agree_with_jinja2(obj, name, access, immutabl
     assert_same(source, immutable)
 
 
+FILTERS = ["sort(attribute='{a}')", "map(attribute='{a}')|list", "groupby('{a}')|list",
+           "unique(attribute='{a}')|list", "min(attribute='{a}')", "max(attribute='{a}')",
+           "selectattr('{a}')|list", "rejectattr('{a}')|list", "sum(attribute='{a}')",
+           "map(attribute='{a}', default=0)|list", "join(',', attribute='{a}')"]
+FIELDS = ["name", "age", "x", "y", "0", "name.0", "missing", "_secret", "__class__", "greet"]
+HOSTS = st.one_of(
+    st.builds(User, st.sampled_from(["ada", "bo", "Cy", ""]), st.integers(-3, 3)),
+    st.builds(Point, st.integers(-2, 2), st.integers(-2, 2)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(HOSTS, max_size=4), st.lists(st.sampled_from(FILTERS), min_size=1, max_size=2),
+       st.sampled_from(FIELDS))
+def test_generated_filter_chains_over_host_objects_agree_with_jinja2(items, filters, field):
+    source = "{{ items|" + "|".join(f.format(a=field) for f in filters) + " }}"
+    mine = outcome(ours(), source, items=items)
+    jinja = outcome(theirs(), source, items=items)
+    assert mine == jinja, f"{source!r} on {items!r}: jinjamark {mine!r}, Jinja2 {jinja!r}"
+
+
 # ---------------------------------------------------------------------------- the hooks
 
 class _Refusing:
@@ -307,6 +327,15 @@ class TheirRefusing(_Refusing, jinja2.sandbox.SandboxedEnvironment):
 ])
 def test_is_safe_attribute_and_is_safe_callable_can_be_overridden(source):
     assert outcome(OurRefusing(), source) == outcome(TheirRefusing(), source)
+
+
+def test_getattr_and_getitem_called_from_python_ask_the_environments_hooks():
+    for env in (OurRefusing(), TheirRefusing()):
+        user = User("ada", 36)
+        assert env.getattr(user, "name") == "ada" and env.getitem(user, "name") == "ada"
+        assert not env.getattr(user, "age")  # an unsafe undefined
+        with pytest.raises((jinjamark.SecurityError, jinja2.exceptions.SecurityError)):
+            str(env.getitem(user, "age") + 1)
 
 
 def test_the_hooks_are_jinja2s_defaults():
