@@ -259,9 +259,9 @@ class _Render:
 
     def context(self, messages: list, marked_data: bool, walked: Optional[list] = None) -> dict:
         walk = marked if marked_data else plain
-        # Data the template cannot read cannot reach its output: with marks, it is left out
-        # rather than copied to be marked.
-        reads = self.template.names_read if marked_data else None
+        # Data the template cannot read cannot reach its output: it is left out rather than
+        # copied (to be marked, or made plain data).
+        reads = self.template.names_read
         context = dict(self.chat.special_tokens)
         for name, value in self.kwargs.items():
             if reads is None or name in reads:

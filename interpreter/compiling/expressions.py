@@ -8,7 +8,7 @@ filter and test calls), so there is one meaning of each operation.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from ..contexts import NOTHING, call_passing, context_if_wanted
 from ..environment_tools import pass_arg_of
@@ -21,6 +21,7 @@ from ..marks import Input, Mixed, concat
 from ..metering import charge_compare, charge_walk
 from ..methods import DICT_METHODS, MUTATING_METHODS, STR_METHODS
 from ..runtime import Macro
+from ..builtin_tests import test_defined, test_undefined
 from ..undefined import MISSING, Undefined
 from ..values import get_attribute, get_item
 from .core import Code, compile_node, compiles
@@ -316,9 +317,17 @@ def compile_filter(node: ast.Filter) -> Code:
 
 
 @compiles(ast.Test)
-def compile_test(node: ast.Test) -> Code:
+def compile_test(node: ast.Test, negated: Optional[bool] = None) -> Code:
+    """`value is name(args)`; `negated` given when a `not` around the test was folded into it."""
+    negated = node.negated if negated is None else negated
+    general = _test_closure(node, negated)
+    if type(node.value) is ast.Name and node.name in _DEFINEDNESS and node.arguments == ast.NO_ARGUMENTS:
+        return _definedness(node, negated, general)
+    return general
+
+
+def _test_closure(node: ast.Test, negated: bool) -> Code:
     value_code, arguments, name = compile_node(node.value), compile_arguments(node.arguments), node.name
-    negated = node.negated
 
     def test(ev: Any, scope: Any) -> bool:
         value = value_code(ev, scope)
@@ -326,7 +335,7 @@ def compile_test(node: ast.Test) -> Code:
         try:
             env = ev.env
             fn = env.tests.get(name)
-            if fn is not None and plain_function(fn):
+            if fn is not None and plain_function(fn, _PLAIN_TESTS):
                 result = True if fn(value, *args, **kwargs) else False
             else:
                 context = context_if_wanted(fn, ev, scope)
@@ -337,22 +346,52 @@ def compile_test(node: ast.Test) -> Code:
     return test
 
 
-def plain_function(fn: Any) -> bool:
-    """Whether a filter or test is called with its arguments only and keeps marks itself (the
+_DEFINEDNESS = {"defined": test_defined, "undefined": test_undefined}
+
+
+def _definedness(node: ast.Test, negated: bool, general: Code) -> Code:
+    """`name is defined` (or `undefined`), the guard chat templates open with: the scope is
+    searched without making an undefined for a missing name. Only while the environment's test
+    is the builtin one; a test of the embedder's own takes the general path."""
+    name, test_name, builtin = node.value.name, node.name, _DEFINEDNESS[node.name]
+    wanted = (test_name == "defined") != negated  # the result when the name is defined
+
+    def definedness(ev: Any, scope: Any) -> bool:
+        if ev.env.tests.get(test_name) is not builtin:
+            return general(ev, scope)
+        while scope is not None:
+            value = scope.vars.get(name, _ABSENT)
+            if value is not _ABSENT:
+                if value is MISSING:  # owned by the frame, not assigned yet: undefined
+                    break
+                return wanted if not isinstance(value, Undefined) else not wanted
+            scope = scope.parent
+        if name == "self" and ev.chain is not None:  # the template's blocks
+            return wanted
+        return not wanted
+    return definedness
+
+
+def plain_function(fn: Any, known: Optional[dict] = None) -> bool:
+    """Whether a filter is called with its arguments only and keeps marks itself (the
     builtins): then the environment's general call (what to pass first, the fail-safe rule
-    for host functions) has nothing to do. Known by identity, once per function."""
+    for host functions) has nothing to do. With `_PLAIN_TESTS`: whether a test is called with
+    its arguments only (a test's result is a truth value, never marked). Known by identity,
+    once per function."""
+    table = _PLAIN_FILTERS if known is None else known
     try:
-        known = _PLAIN.get(fn)
+        plain = table.get(fn)
     except TypeError:  # an unhashable callable object
         return False
-    if known is None:
-        known = pass_arg_of(fn) is None and keeps_marks_declared(fn)
-        if len(_PLAIN) < 4096:
-            _PLAIN[fn] = known
-    return known
+    if plain is None:
+        plain = pass_arg_of(fn) is None and (table is _PLAIN_TESTS or keeps_marks_declared(fn))
+        if len(table) < 4096:
+            table[fn] = plain
+    return plain
 
 
-_PLAIN: dict = {}
+_PLAIN_FILTERS: dict = {}
+_PLAIN_TESTS: dict = {}
 
 
 # ---------------------------------------------------------------------------- operators
@@ -468,6 +507,8 @@ def _add(ev: Any, node: ast.Binary, left: Any, right: Any) -> Any:
 
 @compiles(ast.Unary)
 def compile_unary(node: ast.Unary) -> Code:
+    if node.op == "not" and type(node.operand) is ast.Test:  # `not x is defined`: one test
+        return compile_test(node.operand, not node.operand.negated)
     operand, op = compile_node(node.operand), node.op
     if op == "not":
         return lambda ev, scope: not truth(ev, operand(ev, scope), node)

@@ -93,20 +93,28 @@ def _output_sum(node: ast.Output, expr: ast.Binary) -> Code:
 @compiles(ast.If)
 def compile_if(node: ast.If) -> Code:
     tests = tuple(compile_node(test) for test, _ in node.branches)
-    bodies = Lazy(tuple(body for _, body in node.branches) + (node.otherwise,))
-    last = len(tests)
+    bodies = tuple(body for _, body in node.branches) + (node.otherwise,)
+    compiled: list = [None] * len(bodies)  # (codes, cost) of each body, when it first runs
 
     def if_(ev: Any, scope: Any) -> None:
-        for i, test in enumerate(tests):
+        i = 0
+        for test in tests:
             value = test(ev, scope)
             try:
-                taken = True if value else False
+                if value:
+                    break
             except Exception as e:  # a strict undefined refuses to be tested
                 ev.fail(e, node)
-            if taken:
-                return bodies.get(i)(ev, scope)
-        if node.otherwise:
-            bodies.get(last)(ev, scope)
+            i += 1
+        entry = compiled[i]
+        if entry is None:
+            entry = compiled[i] = compile_statements(bodies[i])
+        codes, cost = entry
+        ev.steps -= cost
+        if ev.steps <= 0:
+            ev.steps = ev.budget.refuel(ev.steps)
+        for code in codes:
+            code(ev, scope)
     return if_
 
 
