@@ -78,12 +78,8 @@ SHIM = {
     "meta.py": "from jinjamark.meta import *\n",
     "ext.py": "from jinjamark.ext import *\n",
     "sandbox.py": """
-        from jinjamark import Environment as SandboxedEnvironment
         from jinjamark.sandbox import *
-        class ImmutableSandboxedEnvironment(SandboxedEnvironment):
-            def __init__(self, *args, **kwargs):
-                kwargs.setdefault("immutable", True)
-                super().__init__(*args, **kwargs)
+        from jinjamark.sandbox import SandboxedEnvironment, ImmutableSandboxedEnvironment
     """,
     "runtime.py": """
         from jinjamark.undefined import *

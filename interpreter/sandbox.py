@@ -295,3 +295,32 @@ def _default_binop(env: Any, op: str, fn: Callable, left: Any, right: Any) -> An
     elif op == "%" and isinstance(left, str):
         return markup_mod(left, right) if is_safe(left) else percent_format(left, right)
     return fn(left, right)
+
+
+# ---------------------------------------------------------------------------- Jinja2's class names
+
+_CLASSES: dict[str, type] = {}
+
+
+def __getattr__(name: str) -> type:
+    """`SandboxedEnvironment` (every jinjamark `Environment` is one) and
+    `ImmutableSandboxedEnvironment` (`immutable=True` by default), by Jinja2's names, so that
+    `from jinjamark.sandbox import SandboxedEnvironment` reads as Jinja2's import did. Made when
+    first asked: environment.py imports this module."""
+    if name not in ("SandboxedEnvironment", "ImmutableSandboxedEnvironment"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if not _CLASSES:
+        from .environment import Environment
+
+        class ImmutableSandboxedEnvironment(Environment):
+            """An `Environment` whose templates may not change lists, dicts, sets or deques."""
+
+            def __init__(self, *args: Any, **options: Any) -> None:
+                options.setdefault("immutable", True)
+                super().__init__(*args, **options)
+
+        ImmutableSandboxedEnvironment.__module__ = __name__  # pickled by this name
+        ImmutableSandboxedEnvironment.__qualname__ = "ImmutableSandboxedEnvironment"
+        _CLASSES.update(SandboxedEnvironment=Environment,
+                        ImmutableSandboxedEnvironment=ImmutableSandboxedEnvironment)
+    return _CLASSES[name]

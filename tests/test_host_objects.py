@@ -354,6 +354,17 @@ def test_the_hooks_are_jinja2s_defaults():
     assert immutable.is_safe_attribute([], "index", [].index)
 
 
+def test_jinja2s_sandbox_class_names_are_there():
+    import pickle
+
+    from jinjamark.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
+    assert SandboxedEnvironment is jinjamark.Environment
+    env = ImmutableSandboxedEnvironment(trim_blocks=True)
+    assert env.immutable and env.trim_blocks and isinstance(env, jinjamark.Environment)
+    assert pickle.loads(pickle.dumps(env)).immutable
+    assert outcome(env, "{{ ls.append(1) }}") == outcome(theirs(immutable=True), "{{ ls.append(1) }}")
+
+
 def test_unsafe_is_jinja2s_marker():
     @jinjamark.unsafe
     def f():
