@@ -1,17 +1,28 @@
-"""The template language as data: one frozen, slotted dataclass per construct.
+"""The template language as data: one small record class per construct.
 
 Read this module as a catalogue of the language. Every node carries a `Span` so that an
 error raised while evaluating it can point at the source. Children are tuples, never lists,
-so a parsed template is immutable and can be shared between threads and renders.
+so a parsed template can be shared between threads and renders; nodes are not changed after
+the parser builds them.
+
+The classes are dataclasses to the outside (`dataclasses.fields`, `is_dataclass`, `replace`,
+and an extension's `@dataclass(frozen=True, slots=True)` subclass all work, and the field table
+`__dataclass_fields__` lists `span` first), but they are made by `records.Record`, not by
+`@dataclass`: a frozen, slotted dataclass costs about a millisecond to define (some forty of them
+were a tenth of the package's import time) and its frozen `__init__` makes every node three
+times dearer to create, and a parse creates thousands.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Optional
 
+from . import records
+from .records import Record
 
-@dataclass(frozen=True, slots=True)
-class Span:
+records.MODULES.add(__name__)
+
+
+class Span(Record):
     """Where a node came from: 1-based line and column, 0-based character offsets."""
     line: int
     column: int
@@ -22,59 +33,49 @@ class Span:
 NO_SPAN = Span(1, 1, 0, 0)
 
 
-@dataclass(frozen=True, slots=True)
-class Node:
+class Node(Record):
     span: Span
 
 
 # ---------------------------------------------------------------------------- expressions
 
-@dataclass(frozen=True, slots=True)
 class Expr(Node):
     pass
 
 
-@dataclass(frozen=True, slots=True)
 class Const(Expr):
     """A literal: string, int, float, bool or none."""
     value: Any
 
 
-@dataclass(frozen=True, slots=True)
 class Name(Expr):
     name: str
 
 
-@dataclass(frozen=True, slots=True)
 class ListLiteral(Expr):
     items: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class TupleLiteral(Expr):
     items: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class DictLiteral(Expr):
     pairs: tuple[tuple[Expr, Expr], ...]
 
 
-@dataclass(frozen=True, slots=True)
 class GetAttr(Expr):
     """`obj.attr` (and `obj.0`): attribute first, then item, as Jinja2 does."""
     obj: Expr
     attr: Any
 
 
-@dataclass(frozen=True, slots=True)
 class GetItem(Expr):
     """`obj[key]`: item first, then attribute."""
     obj: Expr
     key: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class Slice(Expr):
     """`start:stop:step` inside a subscript; missing parts are None."""
     start: Optional[Expr]
@@ -82,8 +83,7 @@ class Slice(Expr):
     step: Optional[Expr]
 
 
-@dataclass(frozen=True, slots=True)
-class Arguments:
+class Arguments(Record):
     """The arguments of a call, filter or test: `(a, k=v, *rest, **more)`."""
     args: tuple[Expr, ...] = ()
     kwargs: tuple[tuple[str, Expr], ...] = ()
@@ -94,13 +94,11 @@ class Arguments:
 NO_ARGUMENTS = Arguments()
 
 
-@dataclass(frozen=True, slots=True)
 class Call(Expr):
     func: Expr
     arguments: Arguments
 
 
-@dataclass(frozen=True, slots=True)
 class Filter(Expr):
     """`value | name(arguments)`; `value` is None inside `{% filter %}` and block `set`."""
     value: Optional[Expr]
@@ -108,7 +106,6 @@ class Filter(Expr):
     arguments: Arguments
 
 
-@dataclass(frozen=True, slots=True)
 class Test(Expr):
     """`value is [not] name arguments`."""
     value: Expr
@@ -117,14 +114,12 @@ class Test(Expr):
     negated: bool = False
 
 
-@dataclass(frozen=True, slots=True)
 class Unary(Expr):
     """`-x`, `+x`, `not x`."""
     op: str
     operand: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class Binary(Expr):
     """Arithmetic: `+ - * / // % **`."""
     op: str
@@ -132,7 +127,6 @@ class Binary(Expr):
     right: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class Logical(Expr):
     """Short-circuit `and` / `or`, returning an operand as Python does."""
     op: str
@@ -140,20 +134,17 @@ class Logical(Expr):
     right: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class Concat(Expr):
     """`a ~ b ~ c`: every operand converted to a string, then joined."""
     items: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class Compare(Expr):
     """A comparison chain `a < b <= c` (also `in`, `not in`)."""
     first: Expr
     ops: tuple[tuple[str, Expr], ...]
 
 
-@dataclass(frozen=True, slots=True)
 class CondExpr(Expr):
     """`then if test else otherwise`; `otherwise` None means undefined."""
     test: Expr
@@ -163,17 +154,14 @@ class CondExpr(Expr):
 
 # ---------------------------------------------------------------------------- assignment targets
 
-@dataclass(frozen=True, slots=True)
 class NameTarget(Node):
     name: str
 
 
-@dataclass(frozen=True, slots=True)
 class TupleTarget(Node):
     items: tuple[Node, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class NamespaceTarget(Node):
     """`ns.attr` on the left of `set`: the way to carry a value out of a loop."""
     name: str
@@ -182,31 +170,26 @@ class NamespaceTarget(Node):
 
 # ---------------------------------------------------------------------------- statements
 
-@dataclass(frozen=True, slots=True)
 class Stmt(Node):
     pass
 
 
-@dataclass(frozen=True, slots=True)
 class Text(Stmt):
     """Template text, already trimmed by the whitespace rules."""
     text: str
 
 
-@dataclass(frozen=True, slots=True)
 class Output(Stmt):
     """`{{ expression }}`."""
     expr: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class If(Stmt):
     """`if`/`elif` branches in order, then the `else` body (possibly empty)."""
     branches: tuple[tuple[Expr, tuple[Stmt, ...]], ...]
     otherwise: tuple[Stmt, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class For(Stmt):
     target: Node
     iter: Expr
@@ -216,14 +199,12 @@ class For(Stmt):
     recursive: bool
 
 
-@dataclass(frozen=True, slots=True)
 class Assign(Stmt):
     """`{% set target = expr %}`."""
     target: Node
     expr: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class AssignBlock(Stmt):
     """`{% set target | filters %}body{% endset %}`."""
     target: Node
@@ -231,21 +212,18 @@ class AssignBlock(Stmt):
     body: tuple[Stmt, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Parameter:
+class Parameter(Record):
     """A macro or call-block parameter with its optional default."""
     name: str
     default: Optional[Expr]
 
 
-@dataclass(frozen=True, slots=True)
 class Macro(Stmt):
     name: str
     params: tuple[Parameter, ...]
     body: tuple[Stmt, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class CallBlock(Stmt):
     """`{% call(params) macro(args) %}body{% endcall %}`: body becomes `caller`."""
     call: Call
@@ -253,20 +231,17 @@ class CallBlock(Stmt):
     body: tuple[Stmt, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class FilterBlock(Stmt):
     """`{% filter a|b(x) %}body{% endfilter %}`."""
     filters: tuple[Filter, ...]
     body: tuple[Stmt, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class With(Stmt):
     targets: tuple[tuple[Node, Expr], ...]
     body: tuple[Stmt, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class AutoEscape(Stmt):
     """`{% autoescape value %}body{% endautoescape %}`: a frame with autoescaping set."""
     value: Expr
@@ -275,13 +250,11 @@ class AutoEscape(Stmt):
 
 # ---------------------------------------------------------------------------- composition
 
-@dataclass(frozen=True, slots=True)
 class Extends(Stmt):
     """`{% extends expr %}`: render the parent template instead, with this one's blocks."""
     template: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class Block(Stmt):
     """`{% block name [scoped] [required] %}body{% endblock %}`."""
     name: str
@@ -290,7 +263,6 @@ class Block(Stmt):
     required: bool
 
 
-@dataclass(frozen=True, slots=True)
 class Include(Stmt):
     """`{% include expr [ignore missing] [with context|without context] %}`."""
     template: Expr
@@ -298,7 +270,6 @@ class Include(Stmt):
     with_context: bool
 
 
-@dataclass(frozen=True, slots=True)
 class Import(Stmt):
     """`{% import expr as target [with context] %}`: the template's exports as one module."""
     template: Expr
@@ -306,7 +277,6 @@ class Import(Stmt):
     with_context: bool
 
 
-@dataclass(frozen=True, slots=True)
 class FromImport(Stmt):
     """`{% from expr import name [as alias], ... [with context] %}`."""
     template: Expr
@@ -314,7 +284,6 @@ class FromImport(Stmt):
     with_context: bool
 
 
-@dataclass(frozen=True, slots=True)
 class Template(Node):
     body: tuple[Stmt, ...]
 

@@ -25,6 +25,7 @@ from .delimiters import DEFAULT, Delimiters
 from .errors import TemplateError, TemplateSyntaxError, TemplateTooLarge, position
 from .generate import grammar_text
 from .lark_errors import from_lark
+from .onepass import OnePass
 from .tagstream import TagStream
 from .transform import builder_class
 from .whitespace import Options
@@ -102,6 +103,7 @@ class Parser:
         for s in syntaxes:
             rules.update(s.rules)
         self.builder = builder_class(rules)
+        self._one_pass = _one_pass(self.lark, self.builder)
         self.tags = generated.tags
         self._custom = None if delimiters.is_default else delimiters
         self._name = re.compile(self.lark.get_terminal("NAME").pattern.to_regexp())  # for errors
@@ -117,6 +119,12 @@ class Parser:
             # garbage collector's passes over them cost a quarter of the time and grow with
             # the template (super-linear), for nothing to collect.
             gc.disable()
+            if self._one_pass is not None:
+                built = self._one_pass.parse(text, self.builder(text, options, self._custom), max_depth)
+                if built is not None:
+                    return built
+            # The two-pass parse: a tree, then the AST. The one-pass parse leaves every failure
+            # to it, so that errors are the same whichever pass found them.
             tree = self.lark.parse(text)
             check_depth(tree, max_depth, source)
             return self.builder(text, options, self._custom).transform(tree)
@@ -155,6 +163,15 @@ class Parser:
         except (UnexpectedInput, TemplateError):
             pass
         return tokens, parser
+
+
+def _one_pass(parser: Lark, builder_class: type) -> Optional[OnePass]:
+    """The one-pass parse (grammar/onepass.py) for this grammar, or None where it cannot run
+    (a rule or builder of a shape it does not know, or a Lark whose internals differ)."""
+    try:
+        return OnePass(parser, builder_class)
+    except Exception:  # noqa: BLE001 - Unsupported, or Lark's internals not as expected
+        return None
 
 
 def _identifier(token: Token) -> Token:

@@ -1,0 +1,246 @@
+"""Source to AST in one pass: the LALR loop over Lark's tables builds AST nodes as it reduces.
+
+Lark's own way is two passes: the parse builds a tree of `Tree`s with positions propagated
+through every level, then a transformer walks that tree again to build the AST. Lark cannot apply
+a transformer during an LALR parse when its methods want positions (`v_args(meta=True)`), which
+ours all do. So this module runs the LALR loop itself, over the parse table and the contextual
+lexer Lark built (or loaded), and at each reduction does what Lark's tree builder and the
+transformer would do together, in the same order:
+
+- positions as Lark's `propagate_positions` gives them: a rule starts where its first child
+  with a position starts and ends where its last ends, counting the tokens the tree leaves out
+  (brackets, keywords), and a rule with no such child has an empty `meta`;
+- the children Lark's tree would keep: filtered tokens left out, `_rule`s spliced in, `None`
+  for each `[optional]` part that is absent (`maybe_placeholders`), a `?rule` with one child
+  replaced by that child;
+- the builder method named after the rule (its alias first), called with that `meta` and those
+  children; a rule with no method makes a `Tree`, as the transformer's default does;
+- the tree's height as `check_depth` counts it, so that a template nested too deep is refused.
+
+It only ever succeeds as the two-pass parse would: on any failure (a syntax error, a builder's
+error, a template nested too deep), `Parser.parse` runs the two-pass parse, whose errors the
+suite pins down (positions, messages, which error wins), and raises what it raises. The
+tests compare the two passes' ASTs, spans included, over the corpus and generated templates.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from lark import Token, Tree
+from lark.lexer import LexerThread
+from lark.parse_tree_builder import (ChildFilterLALR, ChildFilterLALR_NoPlaceholders,
+                                     ExpandSingleChild, PropagatePositions)
+from lark.parsers.lalr_analysis import Shift
+from lark.visitors import _vargs_meta, _VArgsWrapper
+
+
+class Unsupported(Exception):
+    """This grammar or builder cannot be run in one pass; the two-pass parse is used for it."""
+
+
+class Meta:
+    """A rule's positions, as Lark's `Meta`; also what the loop keeps for every value on its
+    stack (a shifted token is its own). `height` is the tree height `check_depth` counts."""
+    __slots__ = ("line", "column", "start_pos", "end_line", "end_column", "end_pos", "empty",
+                 "height")
+
+
+def _meta(extents: list, height: int) -> Meta:
+    """The positions of a rule whose children have `extents`: from the first positioned one
+    to the last (an empty rule, or one of empty rules only, has none: `empty`)."""
+    meta = Meta()
+    meta.height = height
+    first = last = None
+    for extent in extents:
+        if type(extent) is not Meta or not extent.empty:
+            first = extent
+            break
+    if first is None:
+        meta.empty = True
+        return meta
+    for extent in reversed(extents):
+        if type(extent) is not Meta or not extent.empty:
+            last = extent
+            break
+    meta.empty = False
+    meta.line, meta.column, meta.start_pos = first.line, first.column, first.start_pos
+    meta.end_line, meta.end_column, meta.end_pos = last.end_line, last.end_column, last.end_pos
+    return meta
+
+
+def _height(extent: Any) -> int:
+    return extent.height if type(extent) is Meta else 0
+
+
+class Reduction:
+    """What one grammar rule does when the loop reduces it (see the module docstring)."""
+    __slots__ = ("size", "origin", "keep", "nones_after", "expand1", "passthrough", "splice",
+                 "method", "name")
+
+    def __init__(self, rule: Any, chain: list, builder_class: type) -> None:
+        self.size = len(rule.expansion)
+        self.origin = rule.origin.name
+        self.name = rule.alias or rule.options.template_source or rule.origin.name
+        self.expand1 = ExpandSingleChild in chain
+        self.keep, self.nones_after = _kept_children(rule, chain)
+        # `?level: next_level` (one nonterminal): its child is handed on as it is
+        self.passthrough = (self.expand1 and self.size == 1 and not rule.expansion[0].is_term
+                            and len(self.keep) == 1)
+        self.splice = self.origin.startswith("_")  # a `_rule`: spliced into its parent's children
+        if not self.passthrough and PropagatePositions not in chain:
+            raise Unsupported(f"rule {self.name} without positions")
+        self.method = None if self.splice else _method(builder_class, self.name)
+
+
+def _kept_children(rule: Any, chain: list) -> tuple[tuple, int]:
+    """Lark's child filter for the rule: (index, splice, Nones before it) per kept child, and
+    the Nones after the last."""
+    for wrapper in chain:
+        func = getattr(wrapper, "func", None)
+        if func is ChildFilterLALR:
+            to_include, nones_after = wrapper.args
+            return tuple(to_include), nones_after
+        if func is ChildFilterLALR_NoPlaceholders:
+            (to_include,) = wrapper.args
+            return tuple((i, expand, 0) for i, expand in to_include), 0
+        if func is not None:
+            raise Unsupported(f"child filter {func.__name__}")
+    return tuple((i, False, 0) for i in range(len(rule.expansion))), 0
+
+
+def _method(builder_class: type, name: str) -> Optional[Callable]:
+    """The plain function behind the builder's method for `name` (called as
+    `function(builder, meta, children)`), or None when the builder has none (a `Tree` then)."""
+    for klass in builder_class.__mro__:
+        if name in klass.__dict__:
+            found = klass.__dict__[name]
+            break
+    else:
+        return None
+    if isinstance(found, _VArgsWrapper) and found.visit_wrapper is _vargs_meta:
+        return found.base_func
+    raise Unsupported(f"builder method {name} is not a v_args(meta=True) method")
+
+
+class _Position:
+    """What Lark's contextual lexer reads of the parser: the state it is in."""
+    __slots__ = ("position",)
+
+
+class OnePass:
+    """The one-pass parse for one Lark parser and one builder class."""
+
+    def __init__(self, lark_parser: Any, builder_class: type) -> None:
+        frontend = lark_parser.parser
+        lalr = frontend.parser.parser
+        table = lalr.parse_table
+        (start,) = lark_parser.options.start
+        self.start_state = table.start_states[start]
+        self.end_state = table.end_states[start]
+        self.states = table.states
+        self.lexer = frontend.lexer
+        reductions = {}
+        for rule, chain in lark_parser._parse_tree_builder.rule_builders:
+            reductions[(rule.origin.name, tuple(rule.expansion), rule.alias)] = Reduction(
+                rule, chain, builder_class)
+        # keyed by the very rule objects of the table (a loaded table holds copies)
+        self.reductions = {}
+        for actions in self.states.values():
+            for action, arg in actions.values():
+                if action is not Shift and id(arg) not in self.reductions:
+                    self.reductions[id(arg)] = reductions[(arg.origin.name, tuple(arg.expansion), arg.alias)]
+
+    def parse(self, text: str, builder: Any, max_depth: int) -> Any:
+        """The AST of `text`, or None when the two-pass parse must decide (an error of any
+        kind, or a tree deeper than `max_depth`)."""
+        try:
+            value, extent = self._run(text, builder)
+        except Exception:  # noqa: BLE001 - every failure is decided by the two-pass parse
+            return None
+        if _height(extent) > max_depth:
+            return None
+        return value
+
+    def _run(self, text: str, builder: Any) -> tuple[Any, Any]:
+        states, reductions = self.states, self.reductions
+        state_stack = [self.start_state]
+        values: list = []
+        extents: list = []
+        position = _Position()
+        position.position = self.start_state
+        token = None
+        for token in LexerThread.from_text(self.lexer, text).lex(position):
+            kind = token.type
+            while True:
+                action, arg = states[state_stack[-1]][kind]
+                if action is Shift:
+                    state_stack.append(arg)
+                    values.append(token)
+                    extents.append(token)
+                    position.position = arg
+                    break
+                r = reductions[id(arg)]
+                if r.passthrough:  # most reductions: one precedence level to the next
+                    state_stack[-1] = states[state_stack[-2]][r.origin][1]
+                else:
+                    self._reduce(r, state_stack, values, extents, builder)
+        end_state = self.end_state
+        while True:
+            action, arg = states[state_stack[-1]]["$END"]
+            if action is Shift:
+                raise Unsupported("shift at the end")
+            r = reductions[id(arg)]
+            if r.passthrough:
+                state_stack[-1] = states[state_stack[-2]][r.origin][1]
+            else:
+                self._reduce(r, state_stack, values, extents, builder)
+            if state_stack[-1] == end_state:
+                return values[-1], extents[-1]
+
+    def _reduce(self, r: Reduction, state_stack: list, values: list, extents: list,
+                builder: Any) -> None:
+        size = r.size
+        if size:
+            children = values[-size:]
+            child_extents = extents[-size:]
+            del values[-size:], extents[-size:], state_stack[-size:]
+        else:
+            children, child_extents = [], []
+        value, extent = self._build(r, children, child_extents, builder)
+        state_stack.append(self.states[state_stack[-1]][r.origin][1])
+        values.append(value)
+        extents.append(extent)
+
+    @staticmethod
+    def _build(r: Reduction, children: list, child_extents: list, builder: Any) -> tuple[Any, Any]:
+        kept: list = []
+        heights = 0
+        for i, splice, nones in r.keep:
+            if nones:
+                kept += [None] * nones
+            extent = child_extents[i]
+            height = extent.height if type(extent) is Meta else 0
+            if height > heights:
+                heights = height
+            if splice:
+                kept += children[i].children
+            else:
+                kept.append(children[i])
+        if r.nones_after:
+            kept += [None] * r.nones_after
+        if r.expand1 and len(kept) == 1:
+            # Lark hands the one child on; a token keeps its own positions, a subtree gets the
+            # rule's (its container's) and keeps its height
+            (i, _, _), = r.keep if len(r.keep) == 1 else ((None, None, None),)
+            if i is not None and type(child_extents[i]) is not Meta:
+                return kept[0], child_extents[i]
+            return kept[0], _meta(child_extents, _height(child_extents[i]) if i is not None else heights)
+        if r.splice:
+            return Tree(r.name, kept), _meta(child_extents, heights)
+        meta = _meta(child_extents, heights + 1)
+        if r.method is None:
+            return Tree(r.name, kept, meta), meta
+        return r.method(builder, meta, kept), meta
+
+
+__all__ = ["OnePass", "Unsupported"]

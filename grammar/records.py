@@ -1,0 +1,103 @@
+"""Record classes for the AST: slotted classes that behave as frozen dataclasses from outside.
+
+A class made by `Record` lists its fields as annotations, in the dataclass style; this module
+turns them into `__slots__`, an `__init__` taking the fields in order (the bases' first),
+`__eq__`, `__hash__` and `__repr__` over them, `__match_args__`, and the dataclass field table,
+so that `dataclasses.fields`, `is_dataclass` and `replace` work and a subclass may itself be a
+`@dataclass(frozen=True, slots=True)`. It does in one small step what `@dataclass` does in
+many (why: grammar/ast.py). Assignment to a field is not refused, for creation speed: nothing
+changes a node after the parser made it.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class _Model:
+    """A real frozen dataclass, whose parameters and field are the models for records': the
+    dataclasses module reads them from a base class when it makes a subclass."""
+    model: Any = None
+
+
+_PARAMS = _Model.__dataclass_params__
+_FIELD = dataclasses.fields(_Model)[0]
+_NO_DEFAULT = dataclasses.MISSING
+
+
+def _field(name: str, annotation: Any, default: Any) -> dataclasses.Field:
+    made = copy.copy(_FIELD)
+    made.name, made.type, made.default = name, annotation, default
+    return made
+
+
+MODULES: set[str] = set()  # the modules whose classes are made records (grammar/ast.py adds itself)
+
+
+class _RecordType(type):
+    """The metaclass: a class body in one of `MODULES` becomes a record. A subclass made
+    elsewhere (an extension's node, which `@dataclass(slots=True)` must be free to remake) is an
+    ordinary subclass, and so is a body that sets `__slots__` itself."""
+
+    def __new__(mcs, name: str, bases: tuple, namespace: dict) -> type:
+        if "__slots__" in namespace or namespace.get("__module__") not in MODULES:
+            return super().__new__(mcs, name, bases, namespace)
+        annotations = namespace.get("__annotations__", {})
+        defaults = {field: namespace.pop(field) for field in annotations if field in namespace}
+        namespace["__slots__"] = tuple(annotations)
+        cls = super().__new__(mcs, name, bases, namespace)
+        fields = dict(getattr(cls, "__dataclass_fields__", {}))
+        for field, annotation in annotations.items():
+            fields[field] = _field(field, annotation, defaults.get(field, _NO_DEFAULT))
+        cls.__dataclass_fields__ = fields
+        cls.__dataclass_params__ = _PARAMS
+        cls.__match_args__ = tuple(fields)
+        cls.__init__ = _make_init(cls, fields)
+        return cls
+
+
+def _make_init(cls: type, fields: dict) -> Any:
+    """`__init__(self, a, b=default)` setting each slot: written out and compiled, because a
+    generic loop over the fields would make every node's creation several times slower."""
+    if not fields:
+        return object.__init__
+    params, body, scope = [], [], {}
+    for name, field in fields.items():
+        if field.default is _NO_DEFAULT:
+            params.append(name)
+        else:
+            scope[f"_default_{name}"] = field.default
+            params.append(f"{name}=_default_{name}")
+        body.append(f"    self.{name} = {name}")
+    source = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body) + "\n"
+    exec(compile(source, f"<record {cls.__qualname__}>", "exec"), scope)  # noqa: S102
+    init = scope["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    return init
+
+
+class Record(metaclass=_RecordType):
+    """The base of every AST record; equality, hashing and repr are over the fields, in the
+    order `__dataclass_fields__` lists them, as a frozen dataclass's are."""
+
+    __slots__ = ()
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, name) for name in self.__dataclass_fields__)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__dataclass_fields__)
+        return f"{type(self).__qualname__}({shown})"
+
+
+__all__ = ["Record"]
