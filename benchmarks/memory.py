@@ -1,16 +1,20 @@
 """Retained memory of a compiled template: what it keeps alive once compiled, per engine.
 
 Measured with `tracemalloc` (every block Python's allocators hand out, objects and buffers alike):
-the template is first compiled once in another environment, so that whatever an engine builds once
-per process (regular expressions, parser tables, lazily made tables) exists already; then a fresh
-environment is made, tracing starts, the engine's own compile step runs (`from_string`, a distinct
-trailing comment so that no cache can answer), the collector runs, and the traced bytes still
-allocated are what compiling that template keeps. For Jinja2 that is its Template with the module
-namespace, functions and code objects of the Python it generated; for jinjamark its Template (the
-AST, the analysis of scopes and blocks, whatever the compiler keeps). The environment's own cache
-entry (a dict slot: the key's strings are the template's own) counts too, for both.
-minijinja keeps its templates in Rust's heap, which tracemalloc does not see: it is left out.
-A ChatTemplate (what a jinjamark user holds: the Template plus its options) is reported alongside.
+the template is first compiled and rendered once in another environment, so that whatever an engine
+builds once per process (regular expressions, parser tables, lazily made tables) exists already;
+then a fresh environment is made, tracing starts, the engine's own compile step runs (`from_string`,
+a distinct trailing comment so that no cache can answer), and the traced bytes in use are read;
+then the template and its environment are dropped, the collector runs, and the bytes in use are read
+again: the difference is what the compiled template kept. (Reading the growth from before the
+compile instead counts the blocks Python's free lists keep after the compile's churn of tuples,
+dicts and frames: for Jinja2, whose compile churns much, about twice what its template keeps.)
+For Jinja2 that is its Template with the module namespace, functions and code objects of the Python
+it generated; for jinjamark its Template (the AST, the analysis of scopes and blocks, whatever its
+compiler keeps); the environment's cache entry counts too, for both. The same after one render of
+a conversation (an engine may build parts of a template on first use). minijinja keeps its
+templates in Rust's heap, which tracemalloc does not see: it is left out. A ChatTemplate (what a
+jinjamark user holds: the Template plus its options) is reported alongside.
 """
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ import statistics
 import sys
 import tracemalloc
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from engines import ENGINES, attempt, context, jinjamark_compile, jinjamark_render
 from timing import percentile
@@ -34,26 +38,27 @@ MEASURED = {  # label: (engine, compile step, a render of what it gives)
 
 
 def retained(engine: str, compile_: Callable[[Any, str], Any], render: Callable[[Any], Any],
-             source: str) -> tuple[int, int]:
-    """Bytes still allocated after compiling `source` in a fresh environment (see the module doc),
-    and after its first render as well (an engine may build parts of a template on first use)."""
+             source: str) -> tuple[int, Optional[int]]:
+    """Bytes that dropping the template frees, after compiling `source` in a fresh environment (see
+    the module doc), and after its first render too (an engine may build parts on first use)."""
     fresh = ENGINES[engine].fresh
     attempt(lambda: render(compile_(fresh(), source + "{# warm-up #}")))
     env = fresh()
     gc.collect()
     tracemalloc.start()
     try:
-        before = tracemalloc.get_traced_memory()[0]
         template = compile_(env, source + "{# measured #}")
         gc.collect()
-        compiled = tracemalloc.get_traced_memory()[0] - before
+        compiled = tracemalloc.get_traced_memory()[0]
         _, error = attempt(lambda: render(template))
         gc.collect()
-        rendered = tracemalloc.get_traced_memory()[0] - before if error is None else None
+        rendered = tracemalloc.get_traced_memory()[0]
+        del template, env  # the environment too: its cache holds the template
+        gc.collect()
+        after = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
-    del template
-    return compiled, rendered
+    return compiled - after, (rendered - after if error is None else None)
 
 
 def run(templates: list[Path], fixture: dict, progress: bool = True) -> dict:
