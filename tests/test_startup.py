@@ -1,0 +1,185 @@
+"""Starting fast without changing a result: the one-pass parse, the AST records, the parser tables.
+
+- The one-pass parse (grammar/onepass.py) must build exactly the AST the two-pass parse (Lark's
+  tree, then the transformer) builds, spans included, and leave every failure to the two-pass
+  parse: compared over the corpus, in several environments (extensions, delimiters, whitespace
+  options), and over generated templates, valid and not.
+- The AST classes are records (grammar/records.py) that behave as frozen dataclasses to the
+  outside: `dataclasses` functions, an extension's dataclass subclass, equality, hashing, repr,
+  pickling.
+"""
+from __future__ import annotations
+
+import dataclasses
+import pickle
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import jinjamark
+from conftest import chat_templates
+from jinjamark.grammar import ast
+from jinjamark.grammar.parser import _without_trailing_newline
+
+
+def two_pass(env, source: str):
+    """The AST as Lark's two passes build it (a tree, then the transformer), or the error."""
+    parser = env._parser
+    text = source if env.options.keep_trailing_newline else _without_trailing_newline(source)
+    try:
+        return parser.builder(text, env.options, parser._custom).transform(parser.lark.parse(text))
+    except Exception as e:  # noqa: BLE001 - compared by type with the one-pass outcome
+        return e
+
+
+def one_pass(env, source: str, max_depth: int = 200):
+    """The one-pass AST, or None where it leaves the template to the two-pass parse."""
+    parser = env._parser
+    assert parser._one_pass is not None, "the one-pass parse is not in use for this grammar"
+    text = source if env.options.keep_trailing_newline else _without_trailing_newline(source)
+    return parser._one_pass.parse(text, parser.builder(text, env.options, parser._custom), max_depth)
+
+
+ENVIRONMENTS = {
+    "chat": lambda: jinjamark.chat_environment(),
+    "plain": lambda: jinjamark.Environment(),
+    "do+loopcontrols": lambda: jinjamark.Environment(extensions=["do", "loopcontrols"]),
+    "keep newline, no trim": lambda: jinjamark.Environment(keep_trailing_newline=True),
+    "custom delimiters": lambda: jinjamark.Environment(
+        block_start_string="<%", block_end_string="%>", variable_start_string="<<",
+        variable_end_string=">>", comment_start_string="<#", comment_end_string="#>",
+        line_statement_prefix="%%", line_comment_prefix="##"),
+}
+
+
+@pytest.mark.parametrize("kind", ENVIRONMENTS)
+def test_one_pass_builds_the_two_pass_ast_for_every_corpus_template(kind):
+    env = ENVIRONMENTS[kind]()
+    compared = 0
+    for name, source in chat_templates():
+        expected = two_pass(env, source)
+        got = one_pass(env, source)
+        if isinstance(expected, Exception):
+            assert got is None, f"{name}: one pass built what two passes refuse ({expected!r})"
+            continue
+        assert got == expected, name
+        compared += 1
+    assert compared > (0 if kind == "custom delimiters" else 150)  # most of them parse
+
+
+PIECES = [
+    "text ", "\n", "  ", "{{ x }}", "{{- x -}}", "{{ x.y[0]|upper }}", "{{ (a + b) * c }}",
+    "{{ a if b else c }}", "{{ f(1, k=2, *r, **s) }}", "{{ [1, 2,] }}", "{{ {'a': (1,)} }}",
+    "{{ x is not defined }}", "{{ not a and b or c }}", "{{ a ~ b ~ c }}", "{{ x[1:2:3] }}",
+    "{{ 'a' 'b' }}", "{{ -x ** 2 }}", "{{ a < b <= c in d }}", "{{ ns.x }}", "{{ x|attr('a')() }}",
+    "{% if a %}", "{% elif b %}", "{% else %}", "{% endif %}", "{% for a, b in c if d recursive %}",
+    "{% endfor %}", "{% set x = 1 %}", "{% set x %}", "{% endset %}", "{% macro m(a, b=1) %}",
+    "{% endmacro %}", "{% call(x) m(1) %}", "{% endcall %}", "{% filter upper %}",
+    "{% endfilter %}", "{% with a = 1 %}", "{% endwith %}", "{% raw %}{{ x }}{% endraw %}",
+    "{# comment #}", "{%- if a -%}", "{% break %}", "{% continue %}", "{% do x.append(1) %}",
+    "{% generation %}", "{% endgeneration %}", "{% include 'a' ignore missing %}",
+    "{% from 'a' import b as c %}", "{% block b scoped %}", "{% endblock %}", "{{", "}}", "{%",
+    "%}", "(", ")", "[", "]", "x", "'", "1.5e3", "é", "{% set loop = 1 %}", "{% if %}",
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.sampled_from(PIECES), max_size=12))
+def test_one_pass_matches_two_passes_on_generated_templates(pieces):
+    env = _chat()
+    source = "".join(pieces)
+    expected = two_pass(env, source)
+    got = one_pass(env, source)
+    if isinstance(expected, Exception):
+        assert got is None
+    else:
+        assert got == expected
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.sampled_from(PIECES), max_size=12))
+def test_a_template_parses_to_the_same_ast_or_error_as_before(pieces):
+    """The parser (the one-pass AST, or the two-pass parse's error) succeeds where the two-pass
+    parse alone does, with its AST, and fails where it fails."""
+    env = _chat()
+    source = "".join(pieces)
+    expected = two_pass(env, source)
+    try:
+        got = env._parser.parse(source, None, env.options)
+    except jinjamark.TemplateError:
+        assert isinstance(expected, Exception)
+        return
+    assert got == expected
+
+
+_ENV = []
+
+
+def _chat():
+    if not _ENV:
+        _ENV.append(jinjamark.chat_environment())
+    return _ENV[0]
+
+
+def test_a_template_nested_too_deep_is_refused_at_the_same_place():
+    env = jinjamark.Environment()
+    source = "{{ " + "(" * 150 + "x" + ")" * 150 + " }}\n{{ " + "[" * 300 + "]" * 300 + " }}"
+    assert one_pass(env, source) is None
+    with pytest.raises(jinjamark.TemplateError) as raised:
+        env.from_string(source)
+    assert "nests deeper than" in str(raised.value) and raised.value.lineno == 2
+    shallow = "{{ " + "[" * 40 + "]" * 40 + " }}"
+    assert one_pass(env, shallow) == two_pass(env, shallow)
+
+
+# ---------------------------------------------------------------------------- records
+
+def test_ast_nodes_are_dataclasses_to_the_outside():
+    node = ast.Test(ast.Span(1, 2, 3, 4), ast.Name(ast.NO_SPAN, "x"), "odd", ast.NO_ARGUMENTS)
+    assert dataclasses.is_dataclass(node)
+    assert [f.name for f in dataclasses.fields(node)] == ["span", "value", "name", "arguments", "negated"]
+    assert node.negated is False  # a default
+    changed = dataclasses.replace(node, name="even")
+    assert changed.name == "even" and changed.value is node.value and node.name == "odd"
+    assert ast.Test.__match_args__ == ("span", "value", "name", "arguments", "negated")
+
+
+def test_ast_nodes_compare_hash_and_print_as_frozen_dataclasses_do():
+    @dataclasses.dataclass(frozen=True)
+    class Test:  # the real thing, for its repr
+        span: ast.Span
+        value: ast.Name
+        name: str
+        arguments: ast.Arguments
+        negated: bool = False
+
+    a = ast.Test(ast.Span(1, 2, 3, 4), ast.Name(ast.NO_SPAN, "x"), "odd", ast.NO_ARGUMENTS)
+    b = ast.Test(ast.Span(1, 2, 3, 4), ast.Name(ast.NO_SPAN, "x"), "odd", ast.NO_ARGUMENTS)
+    assert a == b and hash(a) == hash(b) and a != dataclasses.replace(b, span=ast.NO_SPAN)
+    assert a != ast.Name(ast.NO_SPAN, "x") and (a == 1) is False
+    real = Test(a.span, a.value, a.name, a.arguments)
+    shown = repr(real)
+    assert repr(a) == "Test" + shown[shown.index("("):]
+    assert repr(a).startswith("Test(span=Span(line=1, column=2, start=3, end=4), value=Name(")
+
+
+def test_ast_nodes_have_slots_and_survive_pickle_and_deepcopy():
+    import copy
+    node = jinjamark.Environment().parse("{% for x in y %}{{ x.a|upper }}{% endfor %}")
+    assert not hasattr(node, "__dict__") and not hasattr(node.body[0], "__dict__")
+    assert pickle.loads(pickle.dumps(node)) == node
+    assert copy.deepcopy(node) == node
+
+
+def test_an_extension_node_may_be_a_frozen_slotted_dataclass_of_its_own():
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Shout(ast.Stmt):
+        body: tuple
+
+    node = Shout(ast.Span(1, 1, 0, 5), ())
+    assert [f.name for f in dataclasses.fields(node)] == ["span", "body"]
+    assert node == Shout(ast.Span(1, 1, 0, 5), ()) and hash(node) == hash(Shout(ast.Span(1, 1, 0, 5), ()))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        node.body = (1,)  # type: ignore[misc]
+    assert list(ast.children(node)) == [] and isinstance(node, ast.Node)
