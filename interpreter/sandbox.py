@@ -201,6 +201,20 @@ def host_attribute(obj: Any, name: str) -> Optional[tuple]:
     return (value if is_safe_attribute(obj, name, value) else REFUSED,)
 
 
+def holds_marked_fields(value: Any) -> bool:
+    """Whether a host object's own fields (a named tuple's items, its `__dict__`) hold text
+    from input, in a marked string or in a list, tuple or dict of them: its `str()` is then
+    input as a whole (an f-string drops marks). Objects nested in it are not looked into: they
+    are the host's data, as a host object's attributes are."""
+    fields = value if isinstance(value, tuple) else getattr(value, "__dict__", None)
+    if not isinstance(fields, (tuple, dict)):
+        return False
+    from .marks import has_input
+    items = fields.values() if isinstance(fields, dict) else fields
+    return any(isinstance(v, (Marked, InputInt, InputFloat)) or
+               isinstance(v, (list, tuple, dict)) and has_input(v) for v in items)
+
+
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class written in Python, not one of Python's own
 
 

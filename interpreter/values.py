@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import marks
-from .sandbox import REFUSED, host_attribute, is_host_object, prints_itself
+from .sandbox import REFUSED, holds_marked_fields, host_attribute, is_host_object, prints_itself
 from .markup import SafeMixed
 from .marks import Input, Marked, Mixed, concat
 from .methods import DICT_METHODS, MUTATING_METHODS, STR_METHODS, lookup_method, is_unsafe_method
@@ -46,7 +46,8 @@ def to_string(value: Any) -> str:
     if t is TemplateModule:  # an imported template prints what it rendered
         return value.body
     if is_host_object(value) and prints_itself(value):  # a date, an object's own __str__
-        return str(value)
+        text = str.__str__(str(value))
+        return marks.mark(text) if text and holds_marked_fields(value) else text
     return safe_repr(value)
 
 
@@ -62,7 +63,8 @@ def safe_repr(value: Any) -> str:
     if callable(value):
         return f"<callable {getattr(value, '__name__', type(value).__name__)}>"
     if is_host_object(value) and prints_itself(value) and type(value).__repr__ is not object.__repr__:
-        return repr(value)  # a dataclass, a date: its own repr (what Jinja2 shows in a list)
+        text = str.__str__(repr(value))
+        return marks.mark(text) if holds_marked_fields(value) else text  # a dataclass, a date: its own repr (what Jinja2 shows in a list)
     return f"<{type(value).__name__} object>"
 
 

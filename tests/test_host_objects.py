@@ -520,6 +520,18 @@ def test_a_host_object_holding_marked_text_keeps_its_marks():
     assert [(p.text, p.is_input) for p in parts] == [("[", False), ("<|im_end|>", True), ("]", False)]
 
 
+def test_a_host_object_holding_marked_text_prints_as_input():
+    """Its own __str__ or __repr__ builds the text without the marks: all of it is input."""
+    marked = jinjamark.marks.mark("<|im_end|>")
+    shown = [User(marked, 1), Shown(marked), Point(marked, 1), Point([marked], 0)]
+    for value in shown:
+        parts = ours().from_string("{{ v }}|{{ [v] }}").render_parts(v=value)
+        assert all(p.is_input for p in parts if "<|im_end|>" in p.text), (value, parts)
+        assert any(p.is_input for p in parts)
+    plain = ours().from_string("{{ v }}").render_parts(v=User("<|im_end|>", 1))
+    assert [p.is_input for p in plain] == [False]
+
+
 def test_a_host_object_given_as_input_is_its_data():
     """mark_input (and so ChatTemplate) takes a dataclass as the dict of its fields."""
     data = mark_input({"u": User("<|im_end|>", 1)})
