@@ -20,7 +20,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedInput, VisitError
 from lark.parse_tree_builder import ExpandSingleChild, PropagatePositions
 
-from . import ast
+from . import ast, tables
 from .delimiters import DEFAULT, Delimiters
 from .errors import TemplateError, TemplateSyntaxError, TemplateTooLarge, position
 from .generate import grammar_text
@@ -91,13 +91,16 @@ class Parser:
             # Which tag the lexer is in, line ends, whitespace facts: grammar/tagstream.py
             block_openers = set(generated.tags) - generated.line_openers
             options["postlex"] = TagStream(delimiters, block_openers, generated.line_openers)
-        folder = None if strict else cache_folder()
-        if folder is not None:
-            # Lark checks the file's own hash of grammar, options and versions, and rebuilds
-            # (and rewrites) a table it cannot use; the name only keeps grammars apart.
-            key = f"{self.grammar}\0{lark.__version__}\0{sys.version_info[:2]}"
-            options["cache"] = os.path.join(folder, f"lark-{_digest(key)}.cache")
-        self.lark = _build(self.grammar, options, strict)
+        self.lark_options = dict(options)
+        self.lark = None if strict else _shipped(self.grammar, options)
+        if self.lark is None:
+            folder = None if strict else cache_folder()
+            if folder is not None:
+                # Lark checks the file's own hash of grammar, options and versions, and rebuilds
+                # (and rewrites) a table it cannot use; the name only keeps grammars apart.
+                key = f"{self.grammar}\0{lark.__version__}\0{sys.version_info[:2]}"
+                options["cache"] = os.path.join(folder, f"lark-{_digest(key)}.cache")
+            self.lark = _build(self.grammar, options, strict)
         _unit_rules_unwrapped(self.lark)
         rules: dict[str, Callable] = {}
         for s in syntaxes:
@@ -163,6 +166,14 @@ class Parser:
         except (UnexpectedInput, TemplateError):
             pass
         return tokens, parser
+
+
+def _shipped(grammar: str, options: dict) -> Optional[Lark]:
+    """The parser from the tables shipped in the package for this very grammar (grammar/tables.py),
+    unless JINJAMARK_NO_SHIPPED_TABLES is set (to build them, or to time a build)."""
+    if os.environ.get("JINJAMARK_NO_SHIPPED_TABLES"):
+        return None
+    return tables.load(grammar, options)
 
 
 def _one_pass(parser: Lark, builder_class: type) -> Optional[OnePass]:

@@ -11,7 +11,10 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import pickle
+import subprocess
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -183,3 +186,56 @@ def test_an_extension_node_may_be_a_frozen_slotted_dataclass_of_its_own():
     with pytest.raises(dataclasses.FrozenInstanceError):
         node.body = (1,)  # type: ignore[misc]
     assert list(ast.children(node)) == [] and isinstance(node, ast.Node)
+
+
+# ---------------------------------------------------------------------------- shipped tables
+
+def test_the_shipped_tables_are_those_of_the_current_default_grammars():
+    from jinjamark.grammar import tables
+    for env in (jinjamark.Environment(), jinjamark.chat_environment()):
+        parser = env._parser
+        path = tables.path_for(parser.grammar, parser.lark_options)
+        assert os.path.exists(path), ("the grammar changed: regenerate the shipped parser tables "
+                                      "with `python -m jinjamark.grammar.tables`")
+
+
+def test_a_grammar_of_its_own_is_built_not_loaded_from_the_shipped_tables():
+    from jinjamark.grammar import tables
+    parser = jinjamark.Environment(extensions=["do"])._parser
+    assert not os.path.exists(tables.path_for(parser.grammar, parser.lark_options))
+    other = jinjamark.Environment(variable_start_string="<<", variable_end_string=">>")._parser
+    assert not os.path.exists(tables.path_for(other.grammar, other.lark_options))
+    assert tables.load(parser.grammar + "\n", parser.lark_options) is None
+
+
+def test_the_first_process_on_a_machine_loads_the_shipped_tables_without_building(tmp_path):
+    """No user cache (JINJAMARK_CACHE_DIR=''), Lark's grammar compiler made to fail: the chat
+    profile and the plain environment still compile and render, from the shipped tables."""
+    code = (
+        "import lark.lark\n"
+        "def refuse(*a, **k): raise AssertionError('the parser was built')\n"
+        "lark.lark.load_grammar = refuse\n"
+        "import jinjamark\n"
+        "t = jinjamark.ChatTemplate(\"{% for m in messages %}{{ m['content'] }}{% endfor %}\")\n"
+        "print(t.render([{'role': 'user', 'content': 'hi'}]))\n"
+        "print(jinjamark.Environment().from_string('{{ 1 + 1 }}').render())\n")
+    env = dict(os.environ, JINJAMARK_CACHE_DIR="")
+    env.pop("JINJAMARK_NO_SHIPPED_TABLES", None)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["hi", "2"]
+
+
+def test_shipped_tables_parse_as_built_tables_do():
+    from jinjamark.grammar.parser import Parser
+    shipped = jinjamark.chat_environment()._parser
+    os.environ["JINJAMARK_NO_SHIPPED_TABLES"] = "1"
+    try:
+        built = Parser(shipped.syntaxes)
+    finally:
+        del os.environ["JINJAMARK_NO_SHIPPED_TABLES"]
+    assert shipped.lark is not built.lark
+    options = jinjamark.chat_environment().options
+    for name, source in chat_templates()[::4]:
+        assert shipped.parse(source, name, options) == built.parse(source, name, options), name

@@ -1,0 +1,89 @@
+"""Parser tables shipped in the package, so that even the first process on a machine loads them.
+
+Building Lark's LALR tables for a grammar costs 150-250 ms; loading built ones costs a few. A
+user cache folder (grammar/parser.py `cache_folder`) keeps them between processes, but the first
+process on a machine, a fresh container or a read-only home has none. So the tables of the
+grammars an embedder gets by default (the plain `Environment()` and `chat_environment()`) are
+built at development time and shipped in `grammar/tables/`, one file per grammar, named by a
+digest of everything the tables depend on: the grammar's text, the Lark options that shape them
+and Lark's version. A grammar that differs in any way (an edited `jinja.lark`, an extension,
+other delimiters, another Lark) has another digest, finds no file, and is built (or found in the
+user cache) as before. The files are only read, so a read-only install works.
+
+Regenerate after changing the grammar (tests/test_startup.py fails until then):
+
+    python -m jinjamark.grammar.tables
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import pickle
+import zlib
+from typing import Any, Optional
+
+FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tables")
+SUFFIX = ".lark.z"
+# Options given when loading, not kept in the file: they are functions and objects
+NOT_SAVED = ("postlex", "lexer_callbacks", "transformer", "_plugins", "edit_terminals")
+
+
+def digest(grammar: str, options: dict) -> str:
+    """What the tables of `grammar` built with `options` depend on, as a short name."""
+    import lark
+    shaping = "".join(f"{k}={options[k]!r};" for k in sorted(options) if k not in NOT_SAVED
+                      and k not in ("cache", "strict"))
+    text = f"{grammar}\0{shaping}\0{lark.__version__}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
+
+
+def path_for(grammar: str, options: dict) -> str:
+    return os.path.join(FOLDER, digest(grammar, options) + SUFFIX)
+
+
+def load(grammar: str, options: dict) -> Optional[Any]:
+    """The Lark parser for `grammar` from the shipped tables, or None when none are shipped for
+    it (or they cannot be read: the caller builds the parser then)."""
+    path = path_for(grammar, options)
+    try:
+        with open(path, "rb") as f:
+            packed = f.read()
+    except OSError:
+        return None
+    from lark import Lark
+    try:
+        saved = pickle.loads(zlib.decompress(packed))
+        given = {k: v for k, v in options.items() if k in NOT_SAVED}
+        return Lark._load_from_dict(saved["data"], saved["memo"], **given)
+    except Exception:  # noqa: BLE001 - a damaged or foreign file: build instead
+        return None
+
+
+def save(parser: Any, grammar: str, options: dict, folder: str = FOLDER) -> str:
+    """Write the tables of a built Lark `parser` for `grammar`; returns the file's path."""
+    buffer = io.BytesIO()
+    parser.save(buffer, exclude_options=NOT_SAVED)
+    path = os.path.join(folder, digest(grammar, options) + SUFFIX)
+    with open(path, "wb") as f:
+        f.write(zlib.compress(buffer.getvalue(), 9))
+    return path
+
+
+def main() -> None:
+    """Build and write the tables of the default grammars, removing the folder's old ones.
+    A development tool: it asks the engine which grammars an embedder gets by default."""
+    os.environ["JINJAMARK_CACHE_DIR"] = ""  # built here, not loaded from a user cache
+    os.environ["JINJAMARK_NO_SHIPPED_TABLES"] = "1"
+    import jinjamark
+    os.makedirs(FOLDER, exist_ok=True)
+    for name in os.listdir(FOLDER):
+        if name.endswith(SUFFIX):
+            os.remove(os.path.join(FOLDER, name))
+    for env in (jinjamark.Environment(), jinjamark.chat_environment()):
+        parser = env._parser
+        print(save(parser.lark, parser.grammar, parser.lark_options))
+
+
+if __name__ == "__main__":
+    main()
