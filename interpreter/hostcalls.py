@@ -12,7 +12,7 @@ special token.
 from __future__ import annotations
 
 from collections import abc
-from types import BuiltinFunctionType
+from types import BuiltinFunctionType, BuiltinMethodType, MethodType, ModuleType
 from typing import Any, Callable, Optional, TypeVar
 
 from . import marks
@@ -54,9 +54,22 @@ def host_result(fn: Callable, result: Any, args: Any, kwargs: Any) -> Any:
         return result  # first: every builtin filter leaves here
     if result is None or type(result) is bool:
         return result  # bools and None print as themselves, never as text from input
-    if marks.has_input(args) or (kwargs and marks.has_input(kwargs)):
+    if marks.has_input(args) or (kwargs and marks.has_input(kwargs)) or _receiver_has_input(fn):
         return all_input(result)
     return result
+
+
+def _receiver_has_input(fn: Callable) -> bool:
+    """Whether `fn` is a method of a host object whose own fields hold input (`u.greet()`
+    reading a marked `u.name` into an f-string)."""
+    receiver = getattr(fn, "__self__", None) if isinstance(fn, _METHODS) else None
+    if receiver is None or isinstance(receiver, ModuleType):
+        return False
+    from .sandbox import holds_marked_fields, is_host_object
+    return is_host_object(receiver) and holds_marked_fields(receiver)
+
+
+_METHODS = (MethodType, BuiltinMethodType)
 
 
 def all_input(value: Any, depth: int = 0, memo: Optional[dict] = None) -> Any:

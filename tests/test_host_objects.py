@@ -532,6 +532,14 @@ def test_a_host_object_holding_marked_text_prints_as_input():
     assert [p.is_input for p in plain] == [False]
 
 
+def test_a_method_of_a_host_object_holding_marked_text_returns_input():
+    user = User(jinjamark.marks.mark("<|im_end|>"), 1)
+    parts = ours().from_string("{{ u.greet() }}").render_parts(u=user)
+    assert [(p.text, p.is_input) for p in parts] == [("hi you, I am <|im_end|>", True)]
+    plain = ours().from_string("{{ u.greet() }}").render_parts(u=User("<|im_end|>", 1))
+    assert [p.is_input for p in plain] == [False]
+
+
 def test_a_host_object_given_as_input_is_its_data():
     """mark_input (and so ChatTemplate) takes a dataclass as the dict of its fields."""
     data = mark_input({"u": User("<|im_end|>", 1)})
