@@ -17,7 +17,7 @@ from .errors import LimitExceeded, TemplateError, TemplateRuntimeError
 from .limits import Budget
 from .autoescape import exec_autoescape, rendered
 from .composition import COMPOSITION, template_reference
-from .compiling import CODE, code_of
+from .compiling import code_of, code_table
 from .expressions import call_value, evaluate_arguments
 from .markup import Markup
 from .marks import concat
@@ -58,8 +58,7 @@ class Evaluator:
         self.budget = Budget(environment.limits)
         self.steps = Budget.BATCH
         self.memo = {} if memo is None else memo  # per template: facts about its nodes
-        code = self.memo.get(CODE)  # per template: the closure of each node, compiled when reached
-        self.code = self.memo.setdefault(CODE, {}) if code is None else code
+        self.code = code_table(self.memo)  # per template: each node's closure, compiled when reached
         # names to declare unassigned before some statements (scope.declarations), found
         # when the template was compiled; none for an expression evaluated on its own
         self.declared = self.memo.get(DECLARED)

@@ -5,9 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from . import expressions, statements  # noqa: F401 - they register their compilers
-from .core import COMPILERS, Code, compile_body, compile_node
+from .core import COMPILERS, TRACER, Code, compile_body, compile_node
 
 CODE = "compiled code"  # the template memo's key: id(node or body) -> (closure, node or body)
+TRACED_CODE = "traced code"  # the same for traced renders (each statement reports itself)
+
+
+def code_table(memo: dict) -> dict:
+    """The closures of a template's nodes for the render starting now: traced or not."""
+    key = CODE if TRACER.get() is None else TRACED_CODE
+    table = memo.get(key)
+    return memo.setdefault(key, {}) if table is None else table
 
 
 def code_of(code: dict, node: Any) -> Code:
@@ -20,4 +28,5 @@ def code_of(code: dict, node: Any) -> Code:
     return entry[0]
 
 
-__all__ = ["CODE", "COMPILERS", "Code", "code_of", "compile_body", "compile_node"]
+__all__ = ["CODE", "COMPILERS", "TRACED_CODE", "TRACER", "Code", "code_of", "code_table", "compile_body",
+           "compile_node"]

@@ -14,7 +14,8 @@ once at compile time, and output per write.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from contextvars import ContextVar
+from typing import Any, Callable, Optional
 
 from ..errors import TemplateRuntimeError
 from ..grammar import ast
@@ -55,8 +56,27 @@ def by_handler(node: Any) -> Code:
 
 
 def compile_statements(body: tuple) -> tuple[tuple, int]:
-    """The closures of a body's statements, and their size in fuel."""
-    return tuple(compile_node(statement) for statement in body), sum(map(size, body))
+    """The closures of a body's statements, and their size in fuel. Compiled for a traced render
+    (tracing.py), each statement reports itself before it runs."""
+    codes = tuple(compile_node(statement) for statement in body)
+    if TRACER.get() is not None:
+        codes = tuple(traced(code, statement) for code, statement in zip(codes, body))
+    return codes, sum(map(size, body))
+
+
+# The callback of a traced render: set while it runs, so that what it compiles is traced (its
+# closures are kept apart from the untraced ones: Evaluator.code).
+TRACER: ContextVar[Optional[Callable[[Any, Any], None]]] = ContextVar("jinjamark_tracer",
+                                                                       default=None)
+
+
+def traced(code: Code, statement: Any) -> Code:
+    def run(ev: Any, scope: Any) -> Any:
+        tracer = TRACER.get()
+        if tracer is not None:
+            tracer(ev, statement)
+        return code(ev, scope)
+    return run
 
 
 def compile_body(body: tuple) -> Code:

@@ -1,0 +1,144 @@
+"""The closure compiler's shortcuts (interpreter/compiling/): each one against Jinja2, and the
+cases where a shortcut must step aside (a host's own test or filter, a frame something keeps,
+a strict undefined), plus fuel, deadline and tracing on compiled code."""
+from __future__ import annotations
+
+import time
+
+import jinja2
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jinja2.sandbox import SandboxedEnvironment
+
+import jinjamark
+from jinjamark.tracing import Step, render_traced
+
+
+def both(source: str, **context):
+    """The render of `source` by jinjamark and by Jinja2's sandbox (loopcontrols on)."""
+    ours = jinjamark.Environment(extensions=["loopcontrols"]).from_string(source).render(**context)
+    theirs = SandboxedEnvironment(extensions=["jinja2.ext.loopcontrols"]).from_string(source).render(**context)
+    return ours, theirs
+
+
+CASES = [
+    # a loop frame reused between iterations: nothing set in one iteration is seen in the next
+    ("{% for x in xs %}{{ y }}{% if x %}{% set y = x %}{% endif %}[{{ y }}]{% endfor %}", {"xs": [1, 0, 2]}),
+    # a macro defined in a loop body (its frame is not reused) and called there
+    ("{% for x in xs %}{% macro m(p) %}{{ x }}{{ p }}{% endmacro %}{{ m(loop.index) }}{% endfor %}",
+     {"xs": [1, 2, 3]}),
+    ("{% for a, b in pairs %}{{ a }}={{ b }};{% endfor %}", {"pairs": [(1, 2), [3, 4]]}),
+    ("{% for x in xs if x %}{{ loop.index }}/{{ loop.length }}{% else %}none{% endfor %}", {"xs": [0, 1, 2]}),
+    ("{% for x in xs %}{% if x == 2 %}{% break %}{% endif %}{{ x }}{% else %}E{% endfor %}", {"xs": [1, 2, 3]}),
+    ("{% for x in xs %}{% if x == 2 %}{% continue %}{% endif %}{{ x }}{% else %}E{% endfor %}", {"xs": [1, 2]}),
+    ("{% for x in [] %}{% else %}{% set e = 1 %}{{ e }}{% endfor %}{{ e }}", {}),
+    # text sums: collected while text, added from the first operand that is not
+    ("{{ '<' + m['role'] + '>' + m.content + '</' + m['role'] + '>' }}", {"m": {"role": "u", "content": "hi"}}),
+    ("{{ 'a' + x + 'b' }}|{{ 1 + 2 + 3 }}|{{ [1] + [2] + xs }}", {"x": "X", "xs": [3]}),
+    ("{{ x + 'a' + 'b' }}", {"x": jinja2.Markup("<b>") if hasattr(jinja2, "Markup") else "<b>"}),
+    # item and attribute reads: a dict's own items, its methods, and what is not a dict
+    ("{{ d.items() | list }}|{{ d.get('k') }}|{{ d['items'] }}|{{ d.k }}|{{ d.missing }}|{{ s.upper() }}", {"d": {"k": 1, "items": 2}, "s": "ab"}),
+    ("{{ m.role }}{{ m['role'] }}{{ m.x is defined }}{{ m.x }}", {"m": {"role": "r"}}),
+    ("{{ x.strip() }}|{{ x.split(',') }}|{{ xs.count(1) }}", {"x": " a,b ", "xs": [1, 1]}),
+    # definedness, with `not` folded into the test
+    ("{% if x is defined %}d{% endif %}{% if not x is defined %}n{% endif %}{% if x is undefined %}u{% endif %}"
+     "{% if not y is undefined %}Y{% endif %}{% if y is not defined %}-{% endif %}", {"y": None}),
+    ("{% macro m() %}{{ x is defined }}{% endmacro %}{% set x = 1 %}{{ m() }}", {}),
+    ("{% for i in [1] %}{{ x is defined }}{% endfor %}{% set x = 1 %}", {"x": 2}),
+    ("{{ 'tool_calls' in m }}{{ 'a' in m }}{{ 1 in m }}{{ 'u' in m.role }}{{ 'r' not in m }}", {"m": {"a": 1, "role": "user"}}),
+    ("{{ 1 < x < 3 }}{{ 1 < x > 3 }}{{ x == 2 == 2 }}", {"x": 2}),
+    ("{{ x and y }}|{{ x or y }}|{{ not x }}|{{ 'a' if x else 'b' }}|{{ 'a' if y }}", {"x": 0, "y": "Y"}),
+    ("{{ xs | length }}{{ xs | join(',') }}{{ s | upper }}{{ xs | map('string') | join }}", {"xs": [1, 2], "s": "a"}),
+    ("{{ {'a': 1, (1, 2): 2}[(1, 2)] }}{{ [1, 2, 3][1:] }}{{ 'abc'[::-1] }}{{ (1, 2) }}", {}),
+]
+
+
+@pytest.mark.parametrize("source,context", CASES)
+def test_compiled_shortcuts_render_as_jinja2(source, context):
+    ours, theirs = both(source, **context)
+    assert ours == theirs
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from(["role", "content", "name"]),
+                                st.one_of(st.none(), st.text(max_size=5), st.integers(-3, 3)),
+                                max_size=3), max_size=5))
+def test_chat_shaped_loops_render_as_jinja2(messages):
+    source = ("{% for m in messages %}{% if m.role is defined and m['role'] == 'user' %}"
+              "{{ '<u>' + m['content'] ~ '</u>' }}{% elif 'name' in m %}{{ m.name }}{% else %}"
+              "{{ loop.index0 }}{{ m.content is none }}{% endif %}{% endfor %}")
+    ours = jinjamark.Environment().from_string(source)
+    theirs = SandboxedEnvironment().from_string(source)
+    try:
+        expected = theirs.render(messages=messages)
+    except Exception as e:  # noqa: BLE001
+        with pytest.raises(jinjamark.TemplateError):
+            ours.render(messages=messages)
+        assert type(e).__name__ in ("TypeError", "UndefinedError")
+        return
+    assert ours.render(messages=messages) == expected
+
+
+def test_a_host_test_or_filter_replacing_a_builtin_is_called_after_compiling():
+    env = jinjamark.Environment()
+    template = env.from_string("{% if x is defined %}D{% endif %}{{ s | upper }}")
+    assert template.render(s="a") == "A"
+    env.tests["defined"] = lambda value: True
+    env.filters["upper"] = lambda value: f"<{value}>"
+    assert template.render(s="a") == "D<a>"
+
+
+def test_a_host_filter_result_stays_input_on_the_compiled_path():
+    env = jinjamark.Environment()
+    env.filters["quote"] = lambda s: f"'{s}'"
+    parts = env.from_string("<{{ x | quote }}>").render_parts(x=jinjamark.mark_input("<|im_end|>"))
+    assert [p for p in parts if p.is_input] == [jinjamark.Part("'<|im_end|>'", True)]
+
+
+def test_a_strict_undefined_fails_at_its_column_in_compiled_logic():
+    env = jinjamark.Environment(undefined=jinjamark.StrictUndefined)
+    for source, column in (("{{ 1 and not x }}", 14), ("{% if x %}{% endif %}", 4),
+                           ("{{ x or 1 }}", 4), ("{{ 'a' if x }}", 11)):
+        with pytest.raises(jinjamark.UndefinedError) as raised:
+            env.from_string(source).render()
+        assert raised.value.lineno == 1
+        assert raised.value.column is not None and raised.value.column <= column + 3, source
+
+
+def test_string_method_errors_point_at_the_call():
+    with pytest.raises(jinjamark.TemplateError) as raised:
+        jinjamark.Environment().from_string("\n  {{ s.split(1, 2, 3) }}").render(s="a")
+    assert (raised.value.lineno, raised.value.column) == (2, 6)
+
+
+def test_loops_with_empty_bodies_still_burn_fuel():
+    env = jinjamark.Environment(limits=jinjamark.Limits(max_fuel=10_000))
+    with pytest.raises(jinjamark.LimitExceeded):
+        env.from_string("{% for i in range(50000) %}{% endfor %}").render()
+    env.from_string("{% for i in range(1000) %}{% endfor %}").render()
+
+
+def test_the_deadline_stops_a_loop_of_cheap_compiled_steps():
+    env = jinjamark.Environment(limits=jinjamark.Limits(deadline=0.2))
+    template = env.from_string("{% for i in range(100000) %}{% for j in range(20) %}{% if j %}"
+                               "{{ j }}{% endif %}{% endfor %}{% endfor %}")
+    start = time.monotonic()
+    with pytest.raises(jinjamark.LimitExceeded):
+        template.render()
+    assert time.monotonic() - start < 1.5
+
+
+def test_a_traced_render_reports_each_statement_and_leaves_plain_renders_alone():
+    loader = jinjamark.DictLoader({"inc": "{% if x %}I{% endif %}"})
+    template = jinjamark.Environment(loader=loader).from_string(
+        "A{% for x in xs %}{{ x }}{% include 'inc' %}{% endfor %}\n{% set z = 1 %}")
+    plain = template.render(xs=[1, 0])
+    steps: list[Step] = []
+    assert render_traced(template, steps.append, xs=[1, 0]) == plain
+    kinds = [(s.template, s.line, s.statement) for s in steps]
+    assert kinds == [(None, 1, "Text"), (None, 1, "For"),
+                     (None, 1, "Output"), (None, 1, "Include"), ("inc", 1, "If"), ("inc", 1, "Text"),
+                     (None, 1, "Output"), (None, 1, "Include"), ("inc", 1, "If"),
+                     (None, 1, "Text"), (None, 2, "Assign")]
+    assert template.render(xs=[1, 0]) == plain  # and nothing reported: no callback set
