@@ -74,9 +74,13 @@ def context(fixture: dict) -> dict:
     does, whose time includes it), made once per fixture so Jinja2's and minijinja's do not."""
     found = _CLEANED.get(id(fixture))
     if found is None or found[0] is not fixture:
-        cleaner = jinjamark.ChatTemplate("{{ messages }}", special_tokens=dict(oracle.SPECIAL_TOKENS))
+        kwargs = fixture.get("kwargs") or {}
+        # ChatTemplate.context leaves out what its template does not read: this one reads every
+        # name the fixture gives, so that Jinja2 and minijinja get the whole context.
+        reads_all = "".join(f"{{{{ {name} }}}}" for name in ["messages", "tools", "documents", *kwargs])
+        cleaner = jinjamark.ChatTemplate(reads_all, special_tokens=dict(oracle.SPECIAL_TOKENS))
         cleaned = cleaner.context(fixture["messages"], fixture.get("tools"),
-                                  fixture.get("documents"), True, **(fixture.get("kwargs") or {}))
+                                  fixture.get("documents"), True, **kwargs)
         found = _CLEANED[id(fixture)] = (fixture, cleaned)  # the fixture kept: its id stays its own
     return found[1]
 
