@@ -9,7 +9,7 @@ from collections import ChainMap
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional
 
 from .grammar import ast
-from .hostcalls import host_result
+from .hostcalls import host_result, keeps_marks_declared
 from .loaders import TemplateLoading, keep
 from .grammar.delimiters import Delimiters
 from .grammar.whitespace import Options
@@ -20,7 +20,8 @@ from .composition import GUARDED, TOPLEVEL_BLOCKS, analyse, composes, run_templa
 from .evaluator import CORE_HANDLERS, DECLARED, Evaluator, LoopSignal
 from .expressions import BINARY
 from .ext import Extension, install, parser_for, resolve
-from . import compile_checks, limits, sandbox, template_api, tracking
+from . import compile_checks, limits, metering, sandbox, template_api, tracking
+from .builtin_tests import TESTS as _TESTS
 from .limits import DEFAULT_LIMITS, Limits
 from .output import Part, to_parts
 from .scope import Scope, declarations
@@ -201,6 +202,8 @@ class Environment(sandbox.SandboxHooks, TemplateLoading):
         fn = self.filters.get(name)
         if fn is None:
             raise TemplateRuntimeError(f"No filter named {name!r}.")
+        if not keeps_marks_declared(fn):  # the host's own: what it may print, compare or hash
+            metering.charge_walk(value, *args, *(kwargs or {}).values())
         result = self._call_with_env(fn, value, args, kwargs, eval_ctx, context)
         # the builtin filters keep marks (they say so); the host's own are taken fail safe
         return host_result(fn, result, (value, args), kwargs)
@@ -211,6 +214,8 @@ class Environment(sandbox.SandboxHooks, TemplateLoading):
         fn = self.tests.get(name)
         if fn is None:
             raise TemplateRuntimeError(f"No test named {name!r}.")
+        if fn not in _BUILTIN_TESTS:  # the host's own: what it may compare or hash
+            metering.charge_walk(value, *args, *(kwargs or {}).values())
         return self._call_with_env(fn, value, args, kwargs, eval_ctx, context)
 
     def _call_with_env(self, fn: Callable, value: Any, args: Iterable, kwargs: Optional[Mapping],
@@ -224,6 +229,9 @@ class Environment(sandbox.SandboxHooks, TemplateLoading):
         if passed in ("context", "eval_context"):
             return fn(eval_ctx or RenderContext(self), value, *args, **(kwargs or {}))
         return fn(value, *args, **(kwargs or {}))
+
+
+_BUILTIN_TESTS = frozenset(_TESTS.values())
 
 
 def _names_read(tree: ast.Template, opaque: frozenset) -> Optional[frozenset[str]]:

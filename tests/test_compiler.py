@@ -142,3 +142,17 @@ def test_a_traced_render_reports_each_statement_and_leaves_plain_renders_alone()
                      (None, 1, "Output"), (None, 1, "Include"), ("inc", 1, "If"),
                      (None, 1, "Text"), (None, 2, "Assign")]
     assert template.render(xs=[1, 0]) == plain  # and nothing reported: no callback set
+
+
+def test_a_host_filter_or_test_is_charged_for_the_arguments_it_could_walk():
+    """As a host global: a loop handing a huge shared structure to a cheap host filter or test
+    pays the walk of it each time (the host function may print, compare or hash all of it)."""
+    env = jinjamark.Environment()
+    env.filters["first"] = lambda value: 1
+    env.tests["anything"] = lambda value: True
+    big = [[0] * 1000] * 1000
+    for source in ("{% for i in range(100000) %}{{ big | first }}{% endfor %}",
+                   "{% for i in range(100000) %}{{ big is anything }}{% endfor %}"):
+        with pytest.raises(jinjamark.LimitExceeded):
+            env.from_string(source).render(big=big)
+    assert env.from_string("{{ [1, 2] | first }}{{ 3 is anything }}").render() == "1True"

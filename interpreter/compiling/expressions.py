@@ -21,7 +21,7 @@ from ..marks import Input, Mixed, concat
 from ..metering import charge_compare, charge_walk
 from ..methods import DICT_METHODS, MUTATING_METHODS, STR_METHODS
 from ..runtime import Macro
-from ..builtin_tests import test_defined, test_undefined
+from ..builtin_tests import TESTS, test_defined, test_undefined
 from ..undefined import MISSING, Undefined
 from ..values import get_attribute, get_item
 from .core import Code, compile_node, compiles
@@ -375,16 +375,16 @@ def _definedness(node: ast.Test, negated: bool, general: Code) -> Code:
 def plain_function(fn: Any, known: Optional[dict] = None) -> bool:
     """Whether a filter is called with its arguments only and keeps marks itself (the
     builtins): then the environment's general call (what to pass first, the fail-safe rule
-    for host functions) has nothing to do. With `_PLAIN_TESTS`: whether a test is called with
-    its arguments only (a test's result is a truth value, never marked). Known by identity,
-    once per function."""
+    and the metering of host functions) has nothing to do. With `_PLAIN_TESTS`: whether a test
+    is a builtin one called with its arguments only. Known by identity, once per function."""
     table = _PLAIN_FILTERS if known is None else known
     try:
         plain = table.get(fn)
     except TypeError:  # an unhashable callable object
         return False
     if plain is None:
-        plain = pass_arg_of(fn) is None and (table is _PLAIN_TESTS or keeps_marks_declared(fn))
+        plain = pass_arg_of(fn) is None and (fn in _BUILTIN_TESTS if table is _PLAIN_TESTS
+                                             else keeps_marks_declared(fn))
         if len(table) < 4096:
             table[fn] = plain
     return plain
@@ -392,6 +392,7 @@ def plain_function(fn: Any, known: Optional[dict] = None) -> bool:
 
 _PLAIN_FILTERS: dict = {}
 _PLAIN_TESTS: dict = {}
+_BUILTIN_TESTS = frozenset(TESTS.values())
 
 
 # ---------------------------------------------------------------------------- operators
