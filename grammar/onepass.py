@@ -27,11 +27,13 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from lark import Token, Tree
-from lark.lexer import LexerThread
+from lark.lexer import ContextualLexer, LexerThread
 from lark.parse_tree_builder import (ChildFilterLALR, ChildFilterLALR_NoPlaceholders,
                                      ExpandSingleChild, PropagatePositions)
 from lark.parsers.lalr_analysis import Shift
 from lark.visitors import _vargs_meta, _VArgsWrapper
+
+from .scanning import GroupedLexer
 
 
 class Unsupported(Exception):
@@ -139,6 +141,9 @@ class OnePass:
         self.end_state = table.end_states[start]
         self.states = table.states
         self.lexer = frontend.lexer
+        # Lark's contextual lexer without a postlex (the default delimiters): two scanners
+        self.grouped = (GroupedLexer(self.lexer, lark_parser.lexer_conf)
+                        if type(self.lexer) is ContextualLexer else None)
         reductions = {}
         for rule, chain in lark_parser._parse_tree_builder.rule_builders:
             reductions[(rule.origin.name, tuple(rule.expansion), rule.alias)] = Reduction(
@@ -169,7 +174,11 @@ class OnePass:
         position = _Position()
         position.position = self.start_state
         token = None
-        for token in LexerThread.from_text(self.lexer, text).lex(position):
+        if self.grouped is not None:
+            tokens = self.grouped.lex(text, position)
+        else:
+            tokens = LexerThread.from_text(self.lexer, text).lex(position)
+        for token in tokens:
             kind = token.type
             while True:
                 action, arg = states[state_stack[-1]][kind]

@@ -12,7 +12,6 @@ import re
 import sys
 import threading
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any, Callable, Mapping, Optional
 
 import lark
@@ -48,12 +47,23 @@ class Syntax:
 
 
 def core_grammar() -> str:
-    return resources.files(__package__).joinpath("jinja.lark").read_text(encoding="utf-8")
+    return _read("jinja.lark")
 
 
 def extension_grammar(filename: str) -> str:
     """A grammar fragment shipped in grammar/extensions/."""
-    return resources.files(__package__).joinpath("extensions", filename).read_text(encoding="utf-8")
+    return _read("extensions", filename)
+
+
+def _read(*parts: str) -> str:
+    """A file of this package: read from its folder (importlib.resources costs milliseconds
+    to import, at every start), or through importlib.resources where the package is not in
+    a folder (a zip)."""
+    try:
+        with open(os.path.join(os.path.dirname(__file__), *parts), encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+                return resources.files(__package__).joinpath(*parts).read_text(encoding="utf-8")
 
 
 def cache_folder() -> Optional[str]:
@@ -109,7 +119,7 @@ class Parser:
         self._one_pass = _one_pass(self.lark, self.builder)
         self.tags = generated.tags
         self._custom = None if delimiters.is_default else delimiters
-        self._name = re.compile(self.lark.get_terminal("NAME").pattern.to_regexp())  # for errors
+        self._name: Optional[re.Pattern] = None
 
     def parse(self, source: str, name: Optional[str] = None, options: Options = Options(),
               max_depth: int = DEFAULT_MAX_DEPTH) -> ast.Template:
@@ -144,12 +154,19 @@ class Parser:
                                       lineno=1, column=1, source=source) from None
         except UnexpectedInput as e:
             raise from_lark(e, text, self.tags, name, source, self._custom, options,
-                            lambda offset: self._read_until(text, offset), self._name) from None
+                            lambda offset: self._read_until(text, offset), self._name_pattern()) from None
         except LarkError as e:
             raise TemplateSyntaxError(str(e), name=name, lineno=1, column=1, source=source) from None
         finally:
             if collecting:
                 gc.enable()
+
+    def _name_pattern(self) -> re.Pattern:
+        """The NAME terminal's regular expression, for error messages: compiled when one is
+        needed (its Unicode classes cost milliseconds, at every start otherwise)."""
+        if self._name is None:
+            self._name = re.compile(self.lark.get_terminal("NAME").pattern.to_regexp())
+        return self._name
 
     def _read_until(self, text: str, offset: int) -> tuple[list[Token], Any]:
         """The tokens the parser reads from `text` before `offset`, and Lark's interactive parser
@@ -200,15 +217,27 @@ _build_lock = threading.Lock()
 def _build(grammar: str, options: dict, strict: bool) -> Lark:
     """Build a Lark parser. Outside strict mode, skip Lark's terminal-collision analysis: when
     `interegular` happens to be installed it costs more than half of every build, and the
-    grammar's collisions are checked once, by the strict-mode test."""
+    grammar's collisions are checked once, by the strict-mode test. In strict mode, Lark gets
+    `interegular` (it must be installed: grammar.compose says so)."""
     import lark.lexer as lexer_module
     with _build_lock:
         saved = lexer_module.has_interegular
-        lexer_module.has_interegular = saved and strict
+        lexer_module.has_interegular = strict and _give_lark_interegular(lexer_module)
         try:
             return Lark(grammar, **options)
         finally:
             lexer_module.has_interegular = saved
+
+
+def _give_lark_interegular(lexer_module: Any) -> bool:
+    """Whether `interegular` is installed; if so, Lark's lexer module has it (the package
+    imported Lark without it: grammar/__init__.py)."""
+    try:
+        import interegular
+    except ImportError:
+        return False
+    lexer_module.interegular = interegular
+    return True
 
 
 def _unit_rules_unwrapped(parser: Lark) -> None:

@@ -239,3 +239,34 @@ def test_shipped_tables_parse_as_built_tables_do():
     options = jinjamark.chat_environment().options
     for name, source in chat_templates()[::4]:
         assert shipped.parse(source, name, options) == built.parse(source, name, options), name
+
+
+# ---------------------------------------------------------------------------- imports
+
+def _fresh(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_importing_jinjamark_leaves_interegular_out_and_strict_mode_still_has_it():
+    """Lark imports `interegular` when installed; only strict grammar builds use it."""
+    pytest.importorskip("interegular")
+    code = ("import sys, jinjamark\n"
+            "print('interegular' in sys.modules)\n"
+            "from jinjamark.grammar.parser import Parser, Syntax\n"
+            "try:\n"
+            "    Parser((Syntax('x', '%extend ?atom: FOO -> foo\\nFOO: /[a-z]+/'),), strict=True)\n"
+            "except Exception as e:\n"
+            "    print(type(e).__name__, 'FOO' in str(e) and 'NAME' in str(e))\n")
+    assert _fresh(code).split() == ["False", "LexError", "True"]
+
+
+def test_the_grammar_files_read_from_the_folder_are_the_package_resources():
+    from importlib import resources
+
+    from jinjamark.grammar.parser import core_grammar, extension_grammar
+    package = resources.files("jinjamark.grammar")
+    assert core_grammar() == package.joinpath("jinja.lark").read_text(encoding="utf-8")
+    assert extension_grammar("do.lark") == package.joinpath("extensions", "do.lark").read_text(
+        encoding="utf-8")
