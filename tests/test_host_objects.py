@@ -481,6 +481,26 @@ def test_objects_without_text_of_their_own_print_without_an_address(source):
     assert output  # printed as their kind, e.g. <Plain object>, <callable greet>
 
 
+CHAIN_NAMES = NAMES + ["__func__", "__self__", "__code__", "__builtins__", "__mro__", "f_globals",
+                      "tb_frame", "os", "path", "system", "__getattribute__", "__reduce_ex__"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(OBJECTS), st.lists(st.sampled_from(CHAIN_NAMES), min_size=1, max_size=3),
+       st.sampled_from(["{{ %s }}", "{{ %s() }}", "{{ %s|string }}", "{{ [%s]|list }}"]),
+       st.booleans())
+def test_no_attribute_chain_on_a_host_object_shows_python_internals(obj, names, shape, immutable):
+    """Whatever a template chains onto a host object, it renders without a host repr (class,
+    function, frame, address) or fails with a TemplateError."""
+    source = shape % ".".join([obj, *names])
+    try:
+        output = ours(immutable).from_string(source).render(context())
+    except jinjamark.TemplateError:
+        return
+    assert not re.search(r"0x[0-9a-f]{6,}|<class |<function |<frame |<code |<module |<bound ",
+                         output), (source, output)
+
+
 def test_a_module_passed_in_is_refused_beyond_jinja2():
     env = ours()
     assert env.from_string("{{ m.OrderedDict }}").render(m=collections) == ""
