@@ -235,17 +235,18 @@ def prints_itself(value: Any) -> bool:
 
 def _intercepted(field: str) -> property:
     """`intercepted_binops` / `intercepted_unops`: empty by default; setting them clears the
-    `from_string` cache, since a template compiled before would not route the operators (Jinja2
+    compiled templates the environment keeps, since a template compiled before would not route the operators (Jinja2
     compiles again at each `from_string`). A subclass may also set them as class attributes."""
     def get(env: Any) -> frozenset:
         return env.__dict__.get(field, frozenset())
 
     def put(env: Any, operators: Any) -> None:
         env.__dict__[field] = frozenset(operators)
-        cache = env.__dict__.get("_cache")
-        if cache is not None:
-            with env._lock:
-                cache.clear()
+        for name in ("_cache", "_templates"):  # from_string's and the loader's
+            cache = env.__dict__.get(name)
+            if cache is not None:
+                with env._lock:
+                    cache.clear()
     return property(get, put)
 
 

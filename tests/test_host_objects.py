@@ -432,6 +432,10 @@ def test_setting_intercepted_operators_recompiles_templates():
     env.intercepted_binops = {"+"}
     assert env.intercepted_binops == frozenset({"+"})
     assert env.from_string("{{ 1 + 2 }}") is not before  # compiled again, as Jinja2 does
+    loaded = ours(loader=jinjamark.DictLoader({"t": "{{ -1 }}"}))
+    first = loaded.get_template("t")
+    loaded.intercepted_unops = {"-"}
+    assert loaded.get_template("t") is not first
 
 
 def test_intercepted_operators_can_be_set_on_a_subclass():
