@@ -72,14 +72,18 @@ def test_piped_into_head_prints_no_traceback(long_render):
 
 def test_ctrl_c_ends_with_130_and_one_line(tmp_path):
     """Interrupted while it waits for the conversation on standard input."""
+    # SIGINT as a terminal delivers it: a shell's background job (nohup ... &) ignores it, and a
+    # child would inherit that
     process = subprocess.Popen([SCRIPT, "render", CHATML, "-"], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     wait_until_idle(process.pid)
     process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=60)
-    process.stdin.close()
-    assert process.returncode == cli.EXIT_INTERRUPTED
-    assert (out, err.decode("utf-8")) == (b"", "jinjamark: interrupted\n")
+    status = process.wait(timeout=60)  # stdin stays open: only the signal can end the read
+    out, err = process.stdout.read(), process.stderr.read().decode("utf-8")
+    for stream in (process.stdin, process.stdout, process.stderr):
+        stream.close()
+    assert (status, out, err) == (cli.EXIT_INTERRUPTED, b"", "jinjamark: interrupted\n")
 
 
 def wait_until_idle(pid: int, timeout: float = 60.0) -> None:
@@ -87,16 +91,16 @@ def wait_until_idle(pid: int, timeout: float = 60.0) -> None:
     so that the signal reaches the command, not the interpreter's start."""
     stat = f"/proc/{pid}/stat"
 
-    def cpu() -> int:
+    def sample() -> tuple[str, int]:
         with open(stat) as handle:
             fields = handle.read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])  # utime + stime
+        return fields[0], int(fields[11]) + int(fields[12])  # state; utime + stime
 
     deadline, last, still = time.monotonic() + timeout, -1, 0
     time.sleep(0.3)
     while time.monotonic() < deadline:
-        now = cpu()
-        still = still + 1 if now == last else 0
+        state, now = sample()  # sleeping, not merely waiting for a busy CPU
+        still = still + 1 if state == "S" and now == last else 0
         if still >= 4:
             return
         last = now
