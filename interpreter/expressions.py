@@ -1,5 +1,5 @@
 """The operations expressions perform, with Jinja2's semantics: operators, calls, slices,
-`~`. The compiled expressions (compiling/expressions.py) call these; so do the handlers that
+`~`. The compiled expressions (compiling/) call these; so do the handlers that
 run at render time (call blocks, filter blocks) and extensions."""
 from __future__ import annotations
 
@@ -8,16 +8,14 @@ from typing import Any, Callable
 
 from . import marks
 from .grammar import ast
-from .errors import TemplateRuntimeError
 from .formatting import percent_format
 from .markup import is_safe, markup_add, markup_join, markup_mod
 from .marks import Input, Mixed, concat
-from .contexts import NOTHING, call_passing, context_if_wanted
 from .hostcalls import host_result
-from .metering import COPY, charge, charge_building, charge_compare, charge_walk
+from .metering import COPY, charge, charge_building, charge_walk
 from .runtime import BlockReference, Function, Joiner, LoopContext, Macro, Method
 from .undefined import Undefined
-from .values import get_attribute, get_item, to_string
+from .values import to_string
 
 
 _SMALL = 256  # characters or items copied without metering: fuel bounds the steps that do it

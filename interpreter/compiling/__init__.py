@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import expressions, statements  # noqa: F401 - they register their compilers
+from . import access, calls, operators, statements  # noqa: F401 - they register their compilers
 from .core import COMPILERS, TRACER, Code, compile_body, compile_node
 
 CODE = "compiled code"  # the template memo's key: id(node or body) -> (closure, node or body)

@@ -17,7 +17,7 @@ from ..runtime import LoopContext
 from ..scope import Scope
 from ..values import to_string
 from .core import Code, Lazy, compile_node, compile_statements, compiles
-from .expressions import ALL_TEXT, Addends, add_texts
+from .operators import ALL_TEXT, Addends, add_texts
 
 
 @compiles(ast.Text)

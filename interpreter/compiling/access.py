@@ -1,0 +1,201 @@
+"""Compilers of literals, names, and item and attribute access.
+
+A name walks the scope chain inline; `message['role']` and `message.content`, the commonest
+expressions of chat templates, look the variable up and read a plain dict in one closure.
+Everything else goes through values.get_attribute / get_item, the one meaning of access.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..expressions import is_constant, slice_value
+from ..grammar import ast
+from ..metering import charge_walk
+from ..methods import DICT_METHODS, MUTATING_METHODS
+from ..undefined import MISSING
+from ..values import get_attribute, get_item
+from .core import Code, compile_node, compiles
+
+ABSENT: Any = object()
+_ABSENT = ABSENT
+# The names that mean something else than an item on a plain dict (methods, refused mutators).
+DICT_ATTRIBUTES = frozenset(DICT_METHODS).union(*(names for _, names in MUTATING_METHODS))
+
+
+def constant(node: Any) -> tuple[bool, Any]:
+    """(True, value) for a literal, else (False, its code): an operand that costs no call."""
+    if type(node) is ast.Const:
+        return True, node.value
+    return False, compile_node(node)
+
+
+@compiles(ast.Const)
+def compile_const(node: ast.Const) -> Code:
+    value = node.value
+    return lambda ev, scope: value
+
+
+@compiles(ast.Name)
+def compile_name(node: ast.Name) -> Code:
+    name = node.name
+
+    def lookup(ev: Any, scope: Any) -> Any:
+        while scope is not None:
+            value = scope.vars.get(name, _ABSENT)
+            if value is not _ABSENT:
+                if value is MISSING:  # owned by this frame, not assigned yet
+                    return ev.lookup_missing(name)
+                return value
+            scope = scope.parent
+        return ev.lookup_missing(name)
+    return lookup
+
+
+@compiles(ast.ListLiteral)
+def compile_list(node: ast.ListLiteral) -> Code:
+    items = tuple(compile_node(item) for item in node.items)
+    return lambda ev, scope: [item(ev, scope) for item in items]
+
+
+@compiles(ast.TupleLiteral)
+def compile_tuple(node: ast.TupleLiteral) -> Code:
+    items = tuple(compile_node(item) for item in node.items)
+    return lambda ev, scope: tuple([item(ev, scope) for item in items])
+
+
+@compiles(ast.DictLiteral)
+def compile_dict(node: ast.DictLiteral) -> Code:
+    pairs = tuple((compile_node(k), compile_node(v)) for k, v in node.pairs)
+
+    def build(ev: Any, scope: Any) -> dict:
+        result = {}
+        for key_code, value_code in pairs:
+            key = key_code(ev, scope)
+            if type(key) is tuple:  # hashing a tuple walks all of it
+                charge_walk(key)
+            result[key] = value_code(ev, scope)
+        return result
+    return located(build, node)
+
+
+def located(code: Code, node: Any) -> Code:
+    """`code`, its failures raised at `node` (for closures that call what may raise)."""
+    def run(ev: Any, scope: Any) -> Any:
+        try:
+            return code(ev, scope)
+        except Exception as e:
+            ev.fail(e, node)
+    return run
+
+
+# ---------------------------------------------------------------------------- access
+
+@compiles(ast.GetAttr)
+def compile_getattr(node: ast.GetAttr) -> Code:
+    obj_code, attr = compile_node(node.obj), node.attr
+    plain = type(attr) is str and attr[:1] != "_" and attr not in DICT_ATTRIBUTES
+    if type(node.obj) is ast.Name:
+        return _variable_attribute(node, node.obj.name, plain)
+
+    def getattr_(ev: Any, scope: Any) -> Any:
+        obj = obj_code(ev, scope)
+        try:
+            if plain and type(obj) is dict:  # `message.content`: an item of plain data
+                value = obj.get(attr, _ABSENT)
+                if value is not _ABSENT:
+                    return value
+            return get_attribute(obj, attr, ev.undefined, ev.mutable)
+        except Exception as e:
+            ev.fail(e, node)
+    return getattr_
+
+
+@compiles(ast.GetItem)
+def compile_getitem(node: ast.GetItem) -> Code:
+    obj_code = compile_node(node.obj)
+    if type(node.key) is ast.Slice and not is_constant(node.obj):
+        key_code = compile_node(node.key)
+        return located(lambda ev, scope: slice_value(obj_code(ev, scope), key_code(ev, scope)),
+                       node)
+    is_const, key = constant(node.key)
+    if is_const and type(key) is not tuple and type(node.obj) is ast.Name:
+        return _variable_item(node, node.obj.name, key)
+    if is_const and type(key) is not tuple:
+        def const_item(ev: Any, scope: Any) -> Any:
+            obj = obj_code(ev, scope)
+            try:
+                if type(obj) is dict:  # `message['role']`
+                    value = obj.get(key, _ABSENT)
+                    if value is not _ABSENT:
+                        return value
+                return get_item(obj, key, ev.undefined, ev.mutable)
+            except Exception as e:
+                ev.fail(e, node)
+        return const_item
+
+    def item(ev: Any, scope: Any) -> Any:
+        obj = obj_code(ev, scope)
+        k = key if is_const else key(ev, scope)
+        try:
+            if type(k) is tuple:
+                charge_walk(k)
+            return get_item(obj, k, ev.undefined, ev.mutable)
+        except Exception as e:
+            ev.fail(e, node)
+    return item
+
+
+# `message['role']` and `message.content`, the most common expressions of chat templates: the
+# variable is looked up in the same closure (compile_name's walk, inlined).
+
+def _variable_item(node: ast.GetItem, name: str, key: Any) -> Code:
+    def variable_item(ev: Any, scope: Any) -> Any:
+        while scope is not None:
+            obj = scope.vars.get(name, _ABSENT)
+            if obj is not _ABSENT:
+                break
+            scope = scope.parent
+        if obj is _ABSENT or obj is MISSING:
+            obj = ev.lookup_missing(name)
+        try:
+            if type(obj) is dict:
+                value = obj.get(key, _ABSENT)
+                if value is not _ABSENT:
+                    return value
+            return get_item(obj, key, ev.undefined, ev.mutable)
+        except Exception as e:
+            ev.fail(e, node)
+    return variable_item
+
+
+def _variable_attribute(node: ast.GetAttr, name: str, plain: bool) -> Code:
+    attr = node.attr
+
+    def variable_attribute(ev: Any, scope: Any) -> Any:
+        while scope is not None:
+            obj = scope.vars.get(name, _ABSENT)
+            if obj is not _ABSENT:
+                break
+            scope = scope.parent
+        if obj is _ABSENT or obj is MISSING:
+            obj = ev.lookup_missing(name)
+        try:
+            if plain and type(obj) is dict:
+                value = obj.get(attr, _ABSENT)
+                if value is not _ABSENT:
+                    return value
+            return get_attribute(obj, attr, ev.undefined, ev.mutable)
+        except Exception as e:
+            ev.fail(e, node)
+    return variable_attribute
+
+
+@compiles(ast.Slice)
+def compile_slice(node: ast.Slice) -> Code:
+    parts = tuple(None if n is None else compile_node(n) for n in (node.start, node.stop, node.step))
+    start, stop, step = parts
+    return lambda ev, scope: slice(start and start(ev, scope), stop and stop(ev, scope),
+                                   step and step(ev, scope))
+
+
+__all__ = ["ABSENT", "constant", "located"]

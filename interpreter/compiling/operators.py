@@ -1,0 +1,230 @@
+"""Compilers of operators: arithmetic, `+` chains of text, `not`/`and`/`or`, `~`,
+comparisons and the inline `if`. The work of each operator is expressions.binary (and friends),
+shared with the rest of the engine; what is compiled here is the evaluation order, the
+shortcuts, and where an error is located.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..expressions import COMPARE, binary, cheap_to_compare, join_printed
+from ..grammar import ast
+from ..markup import is_safe
+from ..marks import Input, Mixed, concat
+from ..metering import charge_compare
+from ..undefined import Undefined
+from .access import constant, located
+from .calls import compile_test
+from .core import Code, compile_node, compiles
+
+
+@compiles(ast.Binary)
+def compile_binary(node: ast.Binary) -> Code:
+    if node.op == "+" and type(node.left) is ast.Binary and node.left.op == "+":
+        return compile_sum(node)
+    left, right, op = compile_node(node.left), compile_node(node.right), node.op
+
+    def operate(ev: Any, scope: Any) -> Any:
+        a = left(ev, scope)
+        b = right(ev, scope)
+        try:
+            return binary(ev, op, a, b)
+        except Exception as e:
+            ev.fail(e, node)
+    return operate
+
+
+def addends(expr: ast.Binary) -> tuple[list, list]:
+    """`(a + b) + c` -> operands [a, b, c] and the `+` nodes that add b and c."""
+    operands, adders = [], []
+    while type(expr) is ast.Binary and expr.op == "+":
+        operands.append(expr.right)
+        adders.append(expr)
+        expr = expr.left
+    operands.append(expr)
+    return operands[::-1], adders[::-1]
+
+
+def compile_addends(expr: ast.Binary) -> "Addends":
+    return Addends(expr)
+
+
+class Addends:
+    """The addends of `a + b + c` compiled for collecting: the texts of the constant ones stand
+    in `texts` already, the others are `(index, code)` filled in left to right."""
+
+    __slots__ = ("texts", "codes", "dynamic", "adders", "size")
+
+    def __init__(self, expr: ast.Binary) -> None:
+        operands, adders = addends(expr)
+        constants = [o.value if type(o) is ast.Const and type(o.value) is str else None
+                     for o in operands]
+        self.texts = constants
+        self.size = sum(len(t) for t in constants if t is not None)
+        self.codes = tuple(None if t is not None else compile_node(o)
+                           for t, o in zip(constants, operands))
+        self.dynamic = tuple((i, code) for i, code in enumerate(self.codes) if code is not None)
+        self.adders = tuple(adders)
+
+
+def compile_sum(node: ast.Binary) -> Code:
+    """`a + b + c`: the addends evaluated left to right and joined once while all are text."""
+    sum_ = Addends(node)
+
+    def add(ev: Any, scope: Any) -> Any:
+        texts, size, value = add_texts(ev, sum_, scope)
+        if value is not ALL_TEXT:
+            return value
+        try:
+            ev.budget.limits.check_size(size)
+        except Exception as e:
+            ev.fail(e, node)
+        return concat(texts)
+    return add
+
+
+ALL_TEXT: Any = object()
+
+
+def add_texts(ev: Any, sum_: Addends, scope: Any) -> tuple[list, int, Any]:
+    """`a + b + c`, its addends evaluated left to right. While they are text (not safe text,
+    which escapes what is added to it), they are collected instead of added: `(texts, size,
+    ALL_TEXT)` when all are. From the first addend that is not text on, the rest are added as
+    the expression tree adds them, in the same order: `([], 0, sum)`."""
+    texts = sum_.texts[:]
+    size = sum_.size
+    for i, code in sum_.dynamic:
+        value = code(ev, scope)
+        kind = type(value)
+        if kind is str or kind is Input or kind is Mixed and not is_safe(value):
+            texts[i] = value
+            size += len(value)
+            continue
+        return [], 0, _add_rest(ev, sum_, scope, texts[:i], value)
+    return texts, size, ALL_TEXT
+
+
+def _add_rest(ev: Any, sum_: Addends, scope: Any, texts: list, value: Any) -> Any:
+    """The sum from the first addend that is not text (`value`, after `texts`) on."""
+    i, adders = len(texts), sum_.adders  # each addend before it was text
+    if texts:
+        try:
+            ev.budget.limits.check_size(sum(map(len, texts)))
+        except Exception as e:
+            ev.fail(e, adders[i - 1])
+        value = _add(ev, adders[i - 1], concat(texts), value)
+    for j in range(i + 1, len(sum_.codes)):
+        code = sum_.codes[j]
+        right = sum_.texts[j] if code is None else code(ev, scope)
+        value = _add(ev, adders[j - 1], value, right)
+    return value
+
+
+def _add(ev: Any, node: ast.Binary, left: Any, right: Any) -> Any:
+    try:
+        return binary(ev, "+", left, right)
+    except Exception as e:
+        ev.fail(e, node)
+
+
+@compiles(ast.Unary)
+def compile_unary(node: ast.Unary) -> Code:
+    if node.op == "not" and type(node.operand) is ast.Test:  # `not x is defined`: one test
+        return compile_test(node.operand, not node.operand.negated)
+    operand, op = compile_node(node.operand), node.op
+    if op == "not":
+        return lambda ev, scope: not truth(ev, operand(ev, scope), node)
+
+    def negate(ev: Any, scope: Any) -> Any:
+        value = operand(ev, scope)
+        try:
+            return -value if op == "-" else +value
+        except Exception as e:
+            ev.fail(e, node)
+    return negate
+
+
+@compiles(ast.Logical)
+def compile_logical(node: ast.Logical) -> Code:
+    left, right = compile_node(node.left), compile_node(node.right)
+    if node.op == "and":
+        def and_(ev: Any, scope: Any) -> Any:
+            value = left(ev, scope)
+            return right(ev, scope) if truth(ev, value, node) else value
+        return and_
+
+    def or_(ev: Any, scope: Any) -> Any:
+        value = left(ev, scope)
+        return value if truth(ev, value, node) else right(ev, scope)
+    return or_
+
+
+def truth(ev: Any, value: Any, node: Any) -> bool:
+    """`bool(value)`, a failure (a strict undefined) raised at `node`."""
+    try:
+        return True if value else False
+    except Exception as e:
+        ev.fail(e, node)
+
+
+@compiles(ast.Concat)
+def compile_concat(node: ast.Concat) -> Code:
+    items = tuple(compile_node(item) for item in node.items)
+    return located(lambda ev, scope: join_printed(ev, [item(ev, scope) for item in items]), node)
+
+
+@compiles(ast.Compare)
+def compile_compare(node: ast.Compare) -> Code:
+    first = compile_node(node.first)
+    ops = tuple((op, COMPARE.get(op), constant(expr), op == "in" or op == "not in")
+                for op, expr in node.ops)
+
+    def compare(ev: Any, scope: Any) -> Any:
+        left = first(ev, scope)
+        result: Any = True
+        for op, fn, (is_const, right), membership in ops:
+            if not is_const:
+                right = right(ev, scope)
+            try:
+                if fn is None:
+                    fn = _extension_comparison(ev, op)
+                if membership and type(right) is dict and type(left) in _HASHED_CHEAPLY:
+                    pass  # `'tool_calls' in message`: one hash of a short key
+                elif not cheap_to_compare(left, right):
+                    charge_compare(left, right)  # long strings scanned, structures walked
+                result = fn(left, right)
+            except Exception as e:
+                ev.fail(e, node)
+            if not result:
+                return result
+            left = right
+        return result
+    return compare
+
+
+_HASHED_CHEAPLY = frozenset((int, float, bool, type(None), str, Input))
+
+
+def _extension_comparison(ev: Any, op: str) -> Any:
+    from ..errors import TemplateRuntimeError
+    fn = ev.env.operators.get(op)
+    if fn is None:
+        raise TemplateRuntimeError(f"no operator {op!r}: a rule builds it, but no enabled "
+                                   "extension defines it")
+    return fn
+
+
+@compiles(ast.CondExpr)
+def compile_condexpr(node: ast.CondExpr) -> Code:
+    test, then = compile_node(node.test), compile_node(node.then)
+    if node.otherwise is None:  # always the lenient Undefined, whatever the environment's is
+        message = (f"the inline if-expression on line {node.span.line} evaluated to false and "
+                   "no else section was defined.")
+        return lambda ev, scope: (then(ev, scope) if truth(ev, test(ev, scope), node)
+                                  else Undefined(message))
+    otherwise = compile_node(node.otherwise)
+    return lambda ev, scope: (then(ev, scope) if truth(ev, test(ev, scope), node)
+                              else otherwise(ev, scope))
+
+
+__all__ = ["ALL_TEXT", "Addends", "add_texts", "truth"]
