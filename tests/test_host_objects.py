@@ -446,19 +446,6 @@ def test_intercepted_operators_can_be_set_on_a_subclass():
     assert Intercepting().intercepted_binops == frozenset()
 
 
-def _wired() -> bool:
-    env = ours()
-    env.intercepted_binops = frozenset({"+"})
-    env.binop_table["+"] = lambda a, b: "intercepted"
-    return env.from_string("{{ a + 1 }}").render(a=1) == "intercepted"
-
-
-_NOT_WIRED = pytest.mark.xfail(not _wired(), strict=True,
-                               reason="wired by the compiler: operators in intercepted_binops "
-                                      "call environment.call_binop")
-
-
-@_NOT_WIRED
 @pytest.mark.parametrize("source, values", [("{{ 1 + 2 }}", {}), ("{{ a + 2 }}", {"a": 2}),
                                             ("{{ -a }}", {"a": 2}), ("{{ -1 }}", {})])
 def test_intercepted_operators_call_the_environment(source, values):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..contexts import Context
 from ..expressions import COMPARE, binary, cheap_to_compare, join_printed
 from ..grammar import ast
 from ..markup import is_safe
@@ -28,6 +29,8 @@ def compile_binary(node: ast.Binary) -> Code:
         a = left(ev, scope)
         b = right(ev, scope)
         try:
+            if ev.binops and op in ev.binops:  # the sandbox's interception (Jinja2's)
+                return ev.env.call_binop(Context(ev, scope), op, a, b)
             return binary(ev, op, a, b)
         except Exception as e:
             ev.fail(e, node)
@@ -91,6 +94,8 @@ def add_texts(ev: Any, sum_: Addends, scope: Any) -> tuple[list, int, Any]:
     which escapes what is added to it), they are collected instead of added: `(texts, size,
     ALL_TEXT)` when all are. From the first addend that is not text on, the rest are added as
     the expression tree adds them, in the same order: `([], 0, sum)`."""
+    if ev.binops and "+" in ev.binops:
+        return [], 0, _intercepted_sum(ev, sum_, scope)
     texts = sum_.texts[:]
     size = sum_.size
     for i, code in sum_.dynamic:
@@ -120,6 +125,20 @@ def _add_rest(ev: Any, sum_: Addends, scope: Any, texts: list, value: Any) -> An
     return value
 
 
+def _intercepted_sum(ev: Any, sum_: Addends, scope: Any) -> Any:
+    """`a + b + c` with `+` intercepted: each addition through the environment's call_binop."""
+    values = iter(zip(sum_.texts, sum_.codes))
+    text, code = next(values)
+    total = text if code is None else code(ev, scope)
+    for adder, (text, code) in zip(sum_.adders, values):
+        right = text if code is None else code(ev, scope)
+        try:
+            total = ev.env.call_binop(Context(ev, scope), "+", total, right)
+        except Exception as e:
+            ev.fail(e, adder)
+    return total
+
+
 def _add(ev: Any, node: ast.Binary, left: Any, right: Any) -> Any:
     try:
         return binary(ev, "+", left, right)
@@ -138,6 +157,8 @@ def compile_unary(node: ast.Unary) -> Code:
     def negate(ev: Any, scope: Any) -> Any:
         value = operand(ev, scope)
         try:
+            if ev.unops and op in ev.unops:  # the sandbox's interception (Jinja2's)
+                return ev.env.call_unop(Context(ev, scope), op, value)
             return -value if op == "-" else +value
         except Exception as e:
             ev.fail(e, node)
