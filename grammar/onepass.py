@@ -141,6 +141,7 @@ class OnePass:
         self.end_state = table.end_states[start]
         self.states = table.states
         self.lexer = frontend.lexer
+        self.units: dict = {}  # (state below, top state, token kind) -> state after unit rules
         # Lark's contextual lexer without a postlex (the default delimiters): two scanners
         self.grouped = (GroupedLexer(self.lexer, lark_parser.lexer_conf)
                         if type(self.lexer) is ContextualLexer else None)
@@ -167,7 +168,7 @@ class OnePass:
         return value
 
     def _run(self, text: str, builder: Any) -> tuple[Any, Any]:
-        states, reductions = self.states, self.reductions
+        states, reductions, units = self.states, self.reductions, self.units
         state_stack = [self.start_state]
         values: list = []
         extents: list = []
@@ -189,8 +190,12 @@ class OnePass:
                     position.position = arg
                     break
                 r = reductions[id(arg)]
-                if r.passthrough:  # most reductions: one precedence level to the next
-                    state_stack[-1] = states[state_stack[-2]][r.origin][1]
+                if r.passthrough:  # most reductions: a chain of precedence levels, taken at once
+                    below, top = state_stack[-2], state_stack[-1]
+                    landing = units.get((below, top, kind))
+                    if landing is None:
+                        landing = units[(below, top, kind)] = self._units(below, top, kind)
+                    state_stack[-1] = landing
                 else:
                     self._reduce(r, state_stack, values, extents, builder)
         end_state = self.end_state
@@ -205,6 +210,17 @@ class OnePass:
                 self._reduce(r, state_stack, values, extents, builder)
             if state_stack[-1] == end_state:
                 return values[-1], extents[-1]
+
+    def _units(self, below: Any, top: Any, kind: str) -> Any:
+        """The state a chain of `?level: next_level` reductions from `top` (over `below`) ends
+        in, before token `kind`: such reductions only replace the top state, so the chain
+        depends on these three alone, and is followed once per parser."""
+        states, reductions = self.states, self.reductions
+        while True:
+            action, arg = states[top][kind]
+            if action is Shift or not reductions[id(arg)].passthrough:
+                return top
+            top = states[below][reductions[id(arg)].origin][1]
 
     def _reduce(self, r: Reduction, state_stack: list, values: list, extents: list,
                 builder: Any) -> None:
@@ -232,7 +248,10 @@ class OnePass:
             if height > heights:
                 heights = height
             if splice:
-                kept += children[i].children
+                if kept:
+                    kept += children[i].children
+                else:  # a repetition (`x*`) grows on the left: take its list, never copy it
+                    kept = children[i].children
             else:
                 kept.append(children[i])
         if r.nones_after:
