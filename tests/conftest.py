@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from typing import Callable, NamedTuple
 
+import pytest
 from hypothesis import settings
 
 # The suite must give the same verdict on every run (CI lands nothing on a flaky failure), so the
@@ -27,6 +28,56 @@ if "JINJAMARK_CACHE_DIR" not in os.environ:
 
     def pytest_sessionfinish(session, exitstatus):
         shutil.rmtree(_TABLES, ignore_errors=True)
+
+# The quick profile, `pytest -m "not slow"`, leaves out these files: each takes many seconds alone
+# (measured one file at a time), together most of the suite's time. `pytest` runs everything, as
+# CI does. A file named here that no longer exists is an error, so the profile cannot rot quietly.
+SLOW_FILES = frozenset({
+    # CPU seconds alone, measured 2026-12-01 (the whole suite: about 650)
+    "test_extensions.py",         # 80: strict grammars built per extension set
+    "test_delimiters.py",         # 64: a grammar per delimiter set
+    "test_analysis.py",           # 34: probe renders of every corpus template
+    "test_attacks.py",            # 31: every attack runs to its limit
+    "test_provenance.py",         # 27
+    "test_differential.py",       # 26: hypothesis against Jinja2
+    "test_limits.py",             # 25: every limit reached
+    "test_control_tokens.py",     # 24
+    "test_polyfills.py",          # 24
+    "test_grammar.py",            # 24: strict builds, parser fuzzing
+    "test_startup.py",            # 23: the corpus in five environments
+    "test_chat_transformers.py",  # 23: transformers' own apply_chat_template as the oracle
+    "test_playground.py",         # 23: a server and a real browser
+    "test_scoping.py",            # 18
+    "test_chat_corpus.py",        # 15: every corpus template x conversation
+    "test_fuzz.py",               # 14
+    "test_first_hour.py",         # 13: the console script in subprocesses
+    "test_parity.py",             # 12
+    "test_leaks.py",              # 10
+    "test_injection.py",          # 9
+    "test_hf.py",                 # 9
+    "test_token_building.py",     # 9
+    "test_generation_spans.py",   # 8
+    "test_filters.py",            # 8
+    "test_composition.py",        # 8
+    "test_processes.py",          # 8: worker processes
+})
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: a test in one of the slow files (SLOW_FILES in "
+                                       "conftest.py); pytest -m 'not slow' is the quick profile")
+    here = pathlib.Path(__file__).parent
+    missing = sorted(name for name in SLOW_FILES if not (here / name).is_file())
+    if missing:
+        raise pytest.UsageError(f"conftest.SLOW_FILES names files that do not exist: {missing}")
+
+
+def pytest_collection_modifyitems(config, items):
+    slow = pytest.mark.slow
+    for item in items:
+        if item.path.name in SLOW_FILES:
+            item.add_marker(slow)
+
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"
 TEMPLATES = CORPUS / "templates"
