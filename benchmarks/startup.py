@@ -1,6 +1,6 @@
 """First call in a fresh process: import, parser, compile and one render, jinjamark next to Jinja2.
 
-    python benchmarks/startup.py [--runs 10] [--cache warm|cold|both]
+    python benchmarks/startup.py [--runs 10] [--cache warm|cold|both] [--compile]
 
 What a CLI, a serverless worker or a `multiprocessing` child pays before its first prompt. Each
 run is a new Python process (`python -c`, site and interpreter start not timed); inside it the
@@ -95,11 +95,50 @@ def measure(name: str, runs: int, cache_state: str) -> dict:
             for engine, got in times.items()}
 
 
+def compile_ratios(repeat: int = 3) -> None:
+    """Compile in a warm process over the corpus: jinjamark's parse (source to checked AST:
+    `Environment.parse`) and whole `from_string` (plus the compiler), against Jinja2's
+    `from_string`; best CPU time of `repeat` each, median of per-template ratios."""
+    import time
+    sys.path.insert(0, str(ROOT / "tests"))
+    import oracle  # tests/oracle.py: Jinja2 as transformers configures it
+
+    import jinjamark
+    ours, theirs = jinjamark.chat_environment(), oracle.environment()
+
+    def best(fn) -> float:
+        times = []
+        for _ in range(repeat):
+            start = time.process_time()
+            fn()
+            times.append(time.process_time() - start)
+        return min(times)
+
+    parse, whole = [], []
+    for i, path in enumerate(sorted((ROOT / "tests" / "corpus" / "templates").glob("*.jinja"))):
+        source = path.read_text(encoding="utf-8")
+        try:
+            ours.from_string(source, name="warm-up")
+            theirs.from_string(source)
+        except Exception:  # noqa: BLE001 - a template one engine refuses is left out
+            continue
+        names = iter(range(repeat))
+        t_theirs = best(lambda: theirs.from_string(source))
+        parse.append(best(lambda: ours.parse(source)) / t_theirs)
+        whole.append(best(lambda: ours.from_string(source, name=f"{i}-{next(names)}")) / t_theirs)
+    print(f"compile over {len(parse)} corpus templates, median of per-template ratios to Jinja2's "
+          f"from_string: parse {statistics.median(parse):.2f}x, from_string "
+          f"{statistics.median(whole):.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--cache", choices=["warm", "cold", "both"], default="both")
+    parser.add_argument("--compile", action="store_true", help="also the warm compile over the corpus")
     args = parser.parse_args()
+    if args.compile:
+        compile_ratios()
     states = ["warm", "cold"] if args.cache == "both" else [args.cache]
     print(f"first call in a fresh process, median of {args.runs} runs each; conversation {CONVERSATION}")
     print(f"{'template':<45} {'cache':<5} {'jinjamark ms':>13} {'jinja2 ms':>10} {'ratio':>6}"

@@ -15,11 +15,31 @@ two-pass parse (grammar/onepass.py).
 from __future__ import annotations
 
 from copy import copy
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from lark import Token
 from lark.lexer import BasicLexer
 from lark.utils import TextSlice
+
+
+class _Group:
+    """One group's scanner: Lark's `BasicLexer` over the group's terminals, and what the loop
+    reads of it once it is built (its compiled alternatives, callbacks, newline and ignored
+    terminals), so that a token costs one regular expression match and no Lark call."""
+    __slots__ = ("lexer", "alternatives", "callbacks", "newline_types", "ignore_types")
+
+    def __init__(self, lexer: BasicLexer) -> None:
+        self.lexer = lexer
+        self.alternatives: Optional[tuple] = None
+
+    def built(self) -> "_Group":
+        if self.alternatives is None:
+            scanner = self.lexer.scanner  # compiled here, the first time the group is met
+            self.callbacks = self.lexer.callback
+            self.newline_types = self.lexer.newline_types
+            self.ignore_types = self.lexer.ignore_types
+            self.alternatives = tuple(scanner._mres)
+        return self
 
 
 class GroupedLexer:
@@ -37,24 +57,44 @@ class GroupedLexer:
             conf = copy(lexer_conf)
             conf.terminals = list(terminals.values())
             conf.skip_validation = True
-            scanners[has_text] = BasicLexer(conf)
+            scanners[has_text] = _Group(BasicLexer(conf))
         self.by_state = {state: (scanners["TEXT" in accepted[id(lexer)]], accepted[id(lexer)], lexer)
                          for state, lexer in contextual.lexers.items()}
 
     def lex(self, text: str, position: Any) -> Iterator[Token]:
         by_state = self.by_state
         pos, line, line_start, end = 0, 1, 0, len(text)
-        whole = TextSlice.cast_from(text)  # what Lark's scanners match in
+        whole = TextSlice.cast_from(text)  # what Lark's own scanners match in
         while pos < end:
             group, accepted, own = by_state[position.position]
-            token, ignored, size, newlines = _next(group, whole, pos, line, line_start)
-            if token is not None and token.type not in accepted:
-                token, ignored, size, newlines = _next(own, whole, pos, line, line_start)
+            if group.alternatives is None:
+                group.built()
+            for alternative in group.alternatives:
+                found = alternative.match(text, pos)
+                if found is not None:
+                    break
+            else:
+                raise LookupError("no terminal matches")  # the two-pass parse says what is wrong
+            value, kind = found.group(0), found.lastgroup
+            size = len(value)
+            newlines = value.count("\n") if kind in group.newline_types else 0
+            callback = group.callbacks.get(kind)
+            if kind in group.ignore_types and callback is None:
+                token = None
+            else:
+                end_pos = pos + size
+                end_start = text.rindex("\n", pos, end_pos) + 1 if newlines else line_start
+                token = Token(kind, value, pos, line, pos - line_start + 1, line + newlines,
+                              end_pos - end_start + 1, end_pos)
+                if callback is not None:
+                    token = callback(token)
+                if token.type not in accepted:  # the state's own scanner decides, as in Lark
+                    token, _, size, newlines = _next(own, whole, pos, line, line_start)
             if newlines:
                 line += newlines
                 line_start = text.rindex("\n", pos, pos + size) + 1
             pos += size
-            if not ignored:
+            if token is not None and token.type not in group.ignore_types:
                 yield token
 
 
