@@ -47,13 +47,14 @@ def retained(engine: str, compile_: Callable[[Any, str], Any], render: Callable[
     gc.collect()
     tracemalloc.start()
     try:
-        template = compile_(env, source + "{# measured #}")
+        held = [compile_(env, source + "{# measured #}")]
         gc.collect()
         compiled = tracemalloc.get_traced_memory()[0]
-        _, error = attempt(lambda: render(template))
+        _, error = attempt(lambda: render(held[0]))
         gc.collect()
         rendered = tracemalloc.get_traced_memory()[0]
-        del template, env  # the environment too: its cache holds the template
+        held.clear()
+        del env  # the environment too: its cache holds the template
         gc.collect()
         after = tracemalloc.get_traced_memory()[0]
     finally:
