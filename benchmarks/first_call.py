@@ -6,8 +6,9 @@ and after each step (`time.process_time`, the collector left on: a first call pa
 and conversation come in a `marshal` file, read before the clock starts (marshal is built in, so
 reading them imports nothing an engine would otherwise pay for). The parent also reads each child's
 whole-process CPU time (interpreter start included) from `resource.getrusage(RUSAGE_CHILDREN)`.
-One warm-up run per engine (Python's bytecode caches), then runs with the engines interleaved; the
-ratio is the median over runs of the same run's totals.
+One warm-up run per engine (it writes the bytecode caches: modules load from bytecode, as from an
+installed package, in a folder of the run's own, whatever PYTHONDONTWRITEBYTECODE says), then runs
+with the engines interleaved; the ratio is the median over runs of the same run's totals.
 
 jinjamark's parser tables are read from its cache folder as a user's machine has them after a first
 run; the `empty cache` row gives every run an empty JINJAMARK_CACHE_DIR (a machine's very first
@@ -122,6 +123,11 @@ def case(stem: str, conversation: str, runs: int, scratch: Path) -> dict:
         names = list(variants)
         for v in names[r % len(names):] + names[:r % len(names)]:
             env = dict(os.environ)
+            # Modules load from bytecode, as from an installed package (pip writes it), even where
+            # the shell sets PYTHONDONTWRITEBYTECODE: without it every process compiles every
+            # module of an engine from source. Kept out of the checkout, written by the warm-up.
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = str(scratch / "bytecode")
             if v.endswith("empty cache"):
                 env["JINJAMARK_CACHE_DIR"] = tempfile.mkdtemp(dir=scratch)
             sample = child(variants[v], str(case_file), env)
