@@ -15,8 +15,8 @@ from typing import Any, Iterator, Sequence
 
 from .cli_inputs import (add_input_options, chat_arguments, load_conversation, load_template,
                          read_text, refuse_two_stdins, render_chat)
-from .cli_show import (LEGEND, Line, bracketed, is_terminal, marked_lines, on_terminal, plain,
-                       styled, wants_color)
+from .cli_show import (Line, bracketed, is_terminal, marked_lines, on_terminal, plain,
+                       show_legend, styled, wants_color)
 from .errors import TemplateError
 from .output import Part
 
@@ -57,8 +57,10 @@ def diff_command(args: argparse.Namespace) -> int:
     lines = list(unified(left, right, args.a, args.b, max(0, args.context), keyed=not expected))
     if not lines:
         return 0
-    show(lines, wants_color(sys.stdout))
-    print(LEGEND, file=sys.stderr)
+    use_color = wants_color(sys.stdout)
+    show(lines, use_color)
+    sys.stdout.flush()
+    show_legend(sys.stderr, use_color)
     return 1
 
 

@@ -18,6 +18,8 @@ from .output import Part
 CONTROL_OPEN, CONTROL_CLOSE = "\u27ea", "\u27eb"  # ⟪ ⟫ around control tokens without colour
 CONTROL_STYLE = "bold green"
 SEPARATOR = "\u00b7"  # · between tokens
+TOKENS_LEGEND = (f"{CONTROL_OPEN}...{CONTROL_CLOSE} a control token, {OPEN}...{CLOSE} a token of input, "
+                 f"{SEPARATOR} between tokens.")
 DEMO_TITLE = "the chat template of Qwen/Qwen2.5-7B-Instruct, with a user message that forges special tokens"
 TEMPLATE_HELP = ("a Jinja chat template file, or a model folder (chat_template.jinja, "
                  "tokenizer_config.json, ...); '-' reads standard input")
@@ -128,7 +130,10 @@ def tokens_command(args: argparse.Namespace) -> int:
     ids, controls = encoded.ids, set(control.values())
     plain = tokenizer.encode("".join(p.text for p in parts), add_special_tokens=False).ids
     if args.show:
-        show_tokens(token_pieces(parts, ids, encoded.offsets, controls), wants_color(sys.stdout))
+        use_color = wants_color(sys.stdout)
+        show_tokens(token_pieces(parts, ids, encoded.offsets, controls), use_color)
+        sys.stdout.flush()
+        show_tokens_legend(use_color)
     else:
         json.dump(ids, sys.stdout)
         sys.stdout.write("\n")
@@ -184,3 +189,17 @@ def show_tokens(pieces: list[tuple[str, str]], use_color: bool) -> None:
     marks = {"control": (CONTROL_OPEN, CONTROL_CLOSE), "input": (OPEN, CLOSE), "template": ("", "")}
     shown = SEPARATOR.join(marks[kind][0] + piece + marks[kind][1] for piece, kind in pieces)
     sys.stdout.write((on_terminal(shown) if is_terminal(sys.stdout) else shown) + "\n")
+
+
+def show_tokens_legend(use_color: bool) -> None:
+    if not use_color:
+        print(TOKENS_LEGEND, file=sys.stderr)
+        return
+    from rich.console import Console
+    from rich.text import Text
+    legend = Text("legend: ", style=LEGEND_STYLE)
+    legend.append("control", style=CONTROL_STYLE)
+    legend.append(" a control token, ", style=LEGEND_STYLE)
+    legend.append("input", style=INPUT_STYLE)
+    legend.append(f" a token of input, {SEPARATOR} between tokens.", style=LEGEND_STYLE)
+    Console(file=sys.stderr, soft_wrap=True, highlight=False).print(legend)

@@ -98,10 +98,6 @@ def show_parts(parts: Sequence[Part], out: TextIO, err: TextIO, use_color: bool)
             text.append("\n")
         Console(file=out, soft_wrap=True, highlight=False).print(text, end="")
         out.flush()
-        legend = Text("legend: ", style=LEGEND_STYLE)
-        legend.append("input", style=INPUT_STYLE)
-        legend.append(" text came from input; all other text is template text.", style=LEGEND_STYLE)
-        Console(file=err, soft_wrap=True, highlight=False).print(legend)
     else:
         shown = "".join(f"{OPEN}{p.text}{CLOSE}" if p.is_input else p.text for p in parts)
         if is_terminal(out):
@@ -110,7 +106,20 @@ def show_parts(parts: Sequence[Part], out: TextIO, err: TextIO, use_color: bool)
                 shown += "\n"  # keep the legend off the last line of the prompt
         out.write(shown)
         out.flush()
+    show_legend(err, use_color)
+
+
+def show_legend(err: TextIO, use_color: bool) -> None:
+    """One line on `err` saying how input is shown: styled as a legend in colour."""
+    if not use_color:
         print(LEGEND, file=err)
+        return
+    from rich.console import Console
+    from rich.text import Text
+    legend = Text("legend: ", style=LEGEND_STYLE)
+    legend.append("input", style=INPUT_STYLE)
+    legend.append(" text came from input; all other text is template text.", style=LEGEND_STYLE)
+    Console(file=err, soft_wrap=True, highlight=False).print(legend)
 
 
 # ---------------------------------------------------------------------------- lines

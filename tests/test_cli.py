@@ -288,6 +288,8 @@ def test_tokens_show_control_tokens_only_where_the_template_wrote_them(model_fol
     controls = set(tokenizer.convert_tokens_to_ids(CONTROL_TOKENS))
     assert sum(i in controls for i in flat) > 2 * len(fixture["messages"]) + 1  # the injection
     assert f"{2 * len(fixture['messages']) + 1} control tokens" in done.stderr
+    assert done.stderr.splitlines()[0] == (
+        "\u27ea...\u27eb a control token, \u27e6...\u27e7 a token of input, \u00b7 between tokens.")
 
 
 def test_tokens_of_a_template_file_from_stdin_with_a_tokenizer_file(model_folder):

@@ -232,6 +232,22 @@ def test_parts_in_colour_keep_the_legend_on_its_own_styled_line(tmp_path):
     assert cli.OPEN not in shown and re.search(r"\x1b\[[0-9;]*m" + re.escape(content), shown)
 
 
+def test_diff_in_colour_styles_the_lines_the_input_and_the_legend(tmp_path):
+    pytest.importorskip("rich")
+    a, b = tmp_path / "a.jinja", tmp_path / "b.jinja"
+    a.write_text("{{ messages[0].content }}!\n{% if true %}same\n{% endif %}", encoding="utf-8")
+    b.write_text("{{ messages[0].content }}?\n{% if true %}same\n{% endif %}", encoding="utf-8")
+    content = fixture("01-single-user")["messages"][0]["content"]
+    status, shown = on_a_terminal("diff", a, b, CONVERSATIONS / "01-single-user.json")
+    assert status == 1
+    *lines, legend = shown.splitlines()
+    assert [STYLE.sub("", line) for line in lines] == [
+        f"--- {a}", f"+++ {b}", "@@ -1,2 +1,2 @@", f"-{content}!", f"+{content}?", " same"]
+    assert all(line.startswith("\x1b[") for line in lines[:5])  # headers and changes in colour
+    assert STYLE.sub("", legend).startswith("legend: input") and legend.startswith("\x1b[")
+    assert cli.OPEN not in shown
+
+
 # ---------------------------------------------------------------------------- the docs' commands
 
 def test_the_quick_start_demo_runs_through_the_console_script():
