@@ -288,28 +288,54 @@ class Template(Node):
     body: tuple[Stmt, ...]
 
 
-def children(node: object):
+_HELD = (Node, Arguments, Parameter)  # what a field may hold, directly or in (nested) tuples
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def child_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node class that may hold nodes: every dataclass field but `span`."""
+    found = _CHILD_FIELDS.get(kind)
+    if found is None:
+        found = _CHILD_FIELDS[kind] = tuple(name for name in getattr(kind, "__dataclass_fields__", ())
+                                            if name != "span")
+    return found
+
+
+def children(node: object) -> list:
     """The nodes directly inside `node`, in source order (for analyses such as macro scans)."""
-    for name in getattr(type(node), "__dataclass_fields__", ()):
-        if name == "span":
-            continue
-        yield from nodes_in(getattr(node, name))
+    found: list = []
+    for name in child_fields(type(node)):
+        _collect(getattr(node, name), found)
+    return found
 
 
-def nodes_in(value: object):
-    """The nodes (and argument lists, parameters) held by one field's value."""
-    if isinstance(value, (Node, Arguments, Parameter)):
-        yield value
+def nodes_in(value: object) -> list:
+    """The nodes (and argument lists, parameters) held by one field's value, in order."""
+    found: list = []
+    _collect(value, found)
+    return found
+
+
+def _collect(value: object, found: list) -> None:
+    # Lists, not generators: the checks run over every node of every template compiled, and
+    # a chain of nested generators per field cost them more than the parse's lexer.
+    if isinstance(value, _HELD):
+        found.append(value)
     elif isinstance(value, tuple):
         for item in value:
-            yield from nodes_in(item)
+            if isinstance(item, _HELD):
+                found.append(item)
+            elif isinstance(item, tuple):
+                _collect(item, found)
 
 
 def walk(node: object):
     """Every node under `node` (itself included; a tuple of nodes works too), without recursion."""
-    stack = list(nodes_in(node)) if isinstance(node, tuple) else [node]
+    stack = nodes_in(node) if isinstance(node, tuple) else [node]
     stack.reverse()
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(reversed(list(children(current))))
+        inside = children(current)
+        inside.reverse()
+        stack.extend(inside)

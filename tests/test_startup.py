@@ -270,3 +270,34 @@ def test_the_grammar_files_read_from_the_folder_are_the_package_resources():
     assert core_grammar() == package.joinpath("jinja.lark").read_text(encoding="utf-8")
     assert extension_grammar("do.lark") == package.joinpath("extensions", "do.lark").read_text(
         encoding="utf-8")
+
+
+def _reference_nodes_in(value):
+    """The catalogue's helpers as first written: recursive generators over the dataclass fields."""
+    if isinstance(value, (ast.Node, ast.Arguments, ast.Parameter)):
+        yield value
+    elif isinstance(value, tuple):
+        for item in value:
+            yield from _reference_nodes_in(item)
+
+
+def _reference_children(node):
+    for name in node.__dataclass_fields__:
+        if name != "span":
+            yield from _reference_nodes_in(getattr(node, name))
+
+
+def _reference_walk(node):
+    yield node
+    for child in _reference_children(node):
+        yield from _reference_walk(child)
+
+
+def test_walk_and_children_visit_every_node_in_source_order():
+    env = jinjamark.chat_environment()
+    for name, source in chat_templates()[::3]:
+        tree = env.parse(source)
+        assert [id(n) for n in ast.walk(tree)] == [id(n) for n in _reference_walk(tree)], name
+        assert [id(n) for n in ast.walk(tree.body)] == [id(n) for n in tree.body for n in _reference_walk(n)]
+        for node in ast.walk(tree):
+            assert [id(n) for n in ast.children(node)] == [id(n) for n in _reference_children(node)]
