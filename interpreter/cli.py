@@ -15,7 +15,8 @@ special tokens are read from it); `-` for one file reads standard input. Every c
 renders takes `--max-output N` and the other limits of `jinjamark.Limits`.
 
 Exit status: 0 done, 1 a template error (its message and caret go to stderr), a failed `check`
-or a `diff` that found differences, 2 a wrong command line or input file (one line on stderr),
+or a `diff` that found differences, 2 a wrong command line or input file, or an output
+encoding that cannot hold the text (one line on stderr),
 130 interrupted (Ctrl-C), 141 the reader of the output went away (a closed pipe, `| head`).
 No mistake and no signal ends in a Python traceback.
 """
@@ -66,6 +67,11 @@ def _run(argv: list[str]) -> int:
         return 1
     except RecursionError:  # a value nested deeper than Python's stack, inside a render
         print("jinjamark: error: the input is nested too deeply", file=sys.stderr)
+        return 2
+    except UnicodeEncodeError as error:  # a terminal or pipe whose encoding is not UTF-8
+        encoding = getattr(sys.stdout, "encoding", None) or "?"
+        print(f"jinjamark: error: the output has characters that {encoding} cannot encode "
+              f"({error.reason}); set PYTHONIOENCODING=utf-8", file=sys.stderr)
         return 2
     except MemoryError:
         print("jinjamark: error: out of memory (lower the limits, e.g. --max-output)",

@@ -154,6 +154,13 @@ def test_the_template_can_come_from_standard_input():
     assert done.stdout == oracle.render_chat(source_of(CHATML.name), fixture(INJECTION.stem), False)
 
 
+def test_an_output_encoding_without_the_characters_is_a_clear_error():
+    conversation = CONVERSATIONS / "11-unicode.json"
+    done = script("render", CHATML, conversation, env={**os.environ, "PYTHONIOENCODING": "ascii"})
+    assert_clean(done, 2)
+    assert "ascii cannot encode" in done.stderr and "PYTHONIOENCODING=utf-8" in done.stderr
+
+
 # ---------------------------------------------------------------------------- big templates, limits
 
 def test_a_5_mb_one_line_template_is_not_echoed(tmp_path):
