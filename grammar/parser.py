@@ -217,27 +217,15 @@ _build_lock = threading.Lock()
 def _build(grammar: str, options: dict, strict: bool) -> Lark:
     """Build a Lark parser. Outside strict mode, skip Lark's terminal-collision analysis: when
     `interegular` happens to be installed it costs more than half of every build, and the
-    grammar's collisions are checked once, by the strict-mode test. In strict mode, Lark gets
-    `interegular` (it must be installed: grammar.compose says so)."""
+    grammar's collisions are checked once, by the strict-mode test."""
     import lark.lexer as lexer_module
     with _build_lock:
         saved = lexer_module.has_interegular
-        lexer_module.has_interegular = strict and _give_lark_interegular(lexer_module)
+        lexer_module.has_interegular = saved and strict
         try:
             return Lark(grammar, **options)
         finally:
             lexer_module.has_interegular = saved
-
-
-def _give_lark_interegular(lexer_module: Any) -> bool:
-    """Whether `interegular` is installed; if so, Lark's lexer module has it (the package
-    imported Lark without it: grammar/__init__.py)."""
-    try:
-        import interegular
-    except ImportError:
-        return False
-    lexer_module.interegular = interegular
-    return True
 
 
 def _unit_rules_unwrapped(parser: Lark) -> None:

@@ -262,6 +262,29 @@ def test_importing_jinjamark_leaves_interegular_out_and_strict_mode_still_has_it
     assert _fresh(code).split() == ["False", "LexError", "True"]
 
 
+def test_importing_jinjamark_leaves_regex_out_and_lark_users_still_have_it():
+    """Lark imports `regex` when installed (transformers brings it); another user of Lark in
+    the process that asks for it (`regex=True`, Unicode categories) still gets it."""
+    pytest.importorskip("regex")
+    code = ("import sys, jinjamark\n"
+            "jinjamark.chat_environment().from_string('{{ x }}').render(x=1)\n"
+            "print('regex' in sys.modules)\n"
+            "import lark\n"
+            "parser = lark.Lark('start: /\\\\p{Lu}+/', parser='lalr', regex=True)\n"
+            "print(parser.parse('AB').children[0], 'regex' in sys.modules)\n")
+    assert _fresh(code).split() == ["False", "AB", "True"]
+
+
+def test_an_embedder_that_imported_lark_first_keeps_it_as_it_was():
+    pytest.importorskip("regex")
+    code = ("import lark, lark.lexer, sys\n"
+            "before = lark.lexer.has_interegular, 'regex' in sys.modules\n"
+            "import jinjamark\n"
+            "jinjamark.Environment().from_string('{{ 1 }}').render()\n"
+            "print(before == (lark.lexer.has_interegular, 'regex' in sys.modules))\n")
+    assert _fresh(code) == "True"
+
+
 def test_the_grammar_files_read_from_the_folder_are_the_package_resources():
     from importlib import resources
 
