@@ -6,6 +6,7 @@ file, 130 interrupted, 141 the reader of the output went away.
 """
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import pty
@@ -253,6 +254,49 @@ def test_diff_in_colour_styles_the_lines_the_input_and_the_legend(tmp_path):
     assert all(line.startswith("\x1b[") for line in lines[:5])  # headers and changes in colour
     assert STYLE.sub("", legend).startswith("legend: input") and legend.startswith("\x1b[")
     assert cli.OPEN not in shown
+
+
+# ---------------------------------------------------------------------------- what a wheel holds
+
+ROOT = TEMPLATES.parents[2]
+FOLDERS = {"jinjamark": ROOT / "interpreter", "jinjamark.grammar": ROOT / "grammar"}
+
+
+def project_table() -> dict:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+
+
+def test_every_package_and_data_file_goes_into_the_wheel():
+    """A wheel holds only the listed packages and package data: a new subpackage or data file
+    left out installs fine in editable mode and fails for everyone who installs the wheel."""
+    setuptools = project_table()
+    packages, data = set(setuptools["packages"]), setuptools["package-data"]
+    missing_packages, missing_data = [], []
+    for package, folder in FOLDERS.items():
+        for path in sorted(folder.rglob("*")):
+            if "__pycache__" in path.parts or path.name.startswith(".") or path.is_dir():
+                continue
+            parts = path.relative_to(folder).parent.parts
+            if path.suffix == ".py":
+                name = ".".join((package, *parts))
+                if path.name == "__init__.py" and name not in packages:
+                    missing_packages.append(name)
+                continue
+            owner = next((name for name in sorted(packages, key=len, reverse=True)
+                          if path.is_relative_to(folder_of(name))), package)
+            relative = path.relative_to(folder_of(owner)).as_posix()
+            if not any(fnmatch.fnmatch(relative, pattern) for pattern in data.get(owner, ())):
+                missing_data.append(f"{owner}: {relative}")
+    assert (missing_packages, missing_data) == ([], [])
+
+
+def folder_of(package: str):
+    root = "jinjamark.grammar" if package.startswith("jinjamark.grammar") else "jinjamark"
+    return FOLDERS[root].joinpath(*package[len(root):].split(".")[1:])
 
 
 # ---------------------------------------------------------------------------- the docs' commands
