@@ -209,6 +209,8 @@ class _Printed:
             if isinstance(value, (set, frozenset)) or type(value) in _VIEWS:
                 return 6 + self.size(list(value))
             return 8
+        if type(value) is not list and type(value) is not dict and type(value) is not tuple:
+            self.subclassed = True  # a subclass may print otherwise (a named tuple, its own repr)
         key = id(value)
         total = self.known.get(key)
         if total is not None:

@@ -39,7 +39,8 @@ def to_string(value: Any) -> str:
     if isinstance(value, Undefined):
         return str(value)
     if isinstance(value, (list, tuple, dict, set, frozenset)) or t in _VIEWS or t in _SHOWING:
-        check_printable(value)
+        if not check_printable(value) and (t is list or t is dict or t is tuple):
+            return repr(value)  # plain data all through: Python's own repr is the same text
         return repr_value(value)
     if isinstance(value, str):
         return value

@@ -197,6 +197,9 @@ def compile_concat(node: ast.Concat) -> Code:
 @compiles(ast.Compare)
 def compile_compare(node: ast.Compare) -> Code:
     first = compile_node(node.first)
+    if len(node.ops) == 1 and node.ops[0][0] in ("==", "!=") and type(node.ops[0][1]) is ast.Const \
+            and type(node.ops[0][1].value) in _EQUALLY_CHEAP:
+        return _equals_constant(node, first)
     ops = tuple((op, COMPARE.get(op), constant(expr), op == "in" or op == "not in")
                 for op, expr in node.ops)
 
@@ -224,6 +227,31 @@ def compile_compare(node: ast.Compare) -> Code:
 
 
 _HASHED_CHEAPLY = frozenset((int, float, bool, type(None), str, Input))
+# Values whose == with a literal of these types costs Python one step (a str compares lengths,
+# then at most the literal's characters; a container against a literal gives False at once).
+_EQUALLY_CHEAP = frozenset((int, float, bool, type(None), str))
+_COMPARED_CHEAPLY = frozenset((int, float, bool, type(None), str, Input, Mixed, list, dict, tuple))
+
+
+def _equals_constant(node: ast.Compare, first: Code) -> Code:
+    """`message['role'] == 'user'`: one comparison with a short literal, no metering needed
+    for plain data; anything else (a host object's own __eq__) is compared as in general."""
+    op, (_, right) = node.ops[0][0], node.ops[0]
+    value, fn = right.value, COMPARE[op]
+    short = type(value) is not str or len(value) <= 2048
+    equal = op == "=="
+
+    def equals(ev: Any, scope: Any) -> Any:
+        left = first(ev, scope)
+        if short and type(left) in _COMPARED_CHEAPLY:
+            return left == value if equal else left != value
+        try:
+            if not cheap_to_compare(left, value):
+                charge_compare(left, value)
+            return fn(left, value)
+        except Exception as e:
+            ev.fail(e, node)
+    return equals
 
 
 def _extension_comparison(ev: Any, op: str) -> Any:
