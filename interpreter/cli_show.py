@@ -33,14 +33,17 @@ def is_terminal(stream: TextIO) -> bool:
 
 
 def wants_color(stream: TextIO) -> bool:
-    """Colour only on a terminal, and only with the optional `rich` package installed."""
+    """Colour only on a terminal, only with the optional `rich` package installed, and only where
+    rich will colour (not with NO_COLOR set or on a dumb terminal): input shown in a colour that is
+    never drawn would look like template text, so brackets are used instead."""
     if not is_terminal(stream):
         return False
     try:
-        import rich  # noqa: F401  (optional: pip install 'jinjamark[color]')
+        from rich.console import Console  # optional: pip install 'jinjamark[color]'
     except ImportError:
         return False
-    return True
+    console = Console(file=stream)
+    return console.color_system is not None and not console.no_color
 
 
 def on_terminal(text: str) -> str:

@@ -201,12 +201,13 @@ def test_a_wrong_limit_is_a_usage_error(value):
 
 # ---------------------------------------------------------------------------- colour on a terminal
 
-def on_a_terminal(*argv) -> tuple[int, str]:
+def on_a_terminal(*argv, **environment: str) -> tuple[int, str]:
     """Run with stdout and stderr on one pseudo-terminal, as a user sees it; returns the status
     and everything the terminal showed."""
     main, child = pty.openpty()
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "200"}
     env.pop("NO_COLOR", None)
+    env.update(environment)
     process = subprocess.Popen([SCRIPT, *map(str, argv)], stdin=subprocess.DEVNULL, stdout=child,
                                stderr=child, env=env, close_fds=True)
     os.close(child)
@@ -238,6 +239,17 @@ def test_parts_in_colour_keep_the_legend_on_its_own_styled_line(tmp_path):
     assert legend.startswith("\x1b[")  # styled as a legend
     assert STYLE.sub("", "\n".join(render)) == f"<|im_start|>user\n{content}"
     assert cli.OPEN not in shown and re.search(r"\x1b\[[0-9;]*m" + re.escape(content), shown)
+
+
+@pytest.mark.parametrize("environment", [{"NO_COLOR": "1"}, {"TERM": "dumb"}], ids=["NO_COLOR", "dumb"])
+def test_a_terminal_without_colour_gets_brackets_not_invisible_marks(environment):
+    """rich draws no colour there: input shown in colour would look like template text."""
+    status, shown = on_a_terminal("render", CHATML, INJECTION, "--parts", **environment)
+    assert status == 0 and "\x1b[" not in shown
+    contents = [m["content"] for m in fixture(INJECTION.stem)["messages"]]
+    *render, legend = shown.splitlines()
+    assert re.findall(f"{cli.OPEN}(.*?){cli.CLOSE}", "\n".join(render), re.S) == contents
+    assert legend == cli.LEGEND
 
 
 def test_diff_in_colour_styles_the_lines_the_input_and_the_legend(tmp_path):
