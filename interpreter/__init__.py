@@ -19,7 +19,7 @@ from .undefined import (ChainableUndefined, DebugUndefined, StrictUndefined, Und
                         make_logging_undefined)
 from .values import mark_input
 
-from .version import __version__  # noqa: E402  (the one version source, read by pyproject.toml too)
+from .version import __version__  # the one version source; pyproject.toml reads it too
 
 __all__ = [
     "analyze", "Analysis",
