@@ -285,3 +285,35 @@ def test_serve_help_comes_from_the_playground():
     assert callable(getattr(playground, "add_arguments", None)), "helper B's playground API"
     done = script("serve", "--help")
     assert done.returncode == 0 and "usage: jinjamark serve" in done.stdout
+
+
+# ---------------------------------------------------------------------------- properties
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+from jinjamark import cli_diff, cli_show  # noqa: E402
+
+TEXTS = st.lists(st.sampled_from(["a\n", "b\n", "c\n", "\n", "a", "b ", "\u00e9\n"]),
+                 max_size=25).map("".join)
+
+
+@given(TEXTS, TEXTS, st.integers(0, 4))
+def test_unified_diff_of_text_is_difflibs(left, right, context):
+    lines = list(cli_diff.unified(cli_show.marked_lines([jinjamark.Part(left, False)]),
+                                  cli_show.marked_lines([jinjamark.Part(right, False)]),
+                                  "a", "b", context, keyed=False))
+    ours = [prefix + (line if isinstance(line, str) else cli_show.plain(line))
+            for prefix, line in lines]
+    want = list(difflib.unified_diff(lines_of(left), lines_of(right), "a", "b", n=context))
+    assert [line.rstrip("\n") for line in ours] == [line.rstrip("\n") for line in want]
+
+
+@given(st.text(alphabet="xy\t{}", max_size=400), st.data())
+def test_the_error_window_keeps_the_caret_on_its_character(line, data):
+    column = data.draw(st.integers(0, len(line)))
+    excerpt, caret = cli_show.window(line, column)
+    assert len(excerpt) <= 2 * cli_show.WINDOW + 6
+    if column < len(line):
+        assert excerpt[caret] == line[column]
+    else:
+        assert caret == len(excerpt) - (3 if excerpt.endswith("...") else 0)
