@@ -14,11 +14,12 @@ import sys
 
 import jinja2.meta
 import pytest
+from hypothesis import given, strategies as st
 
 import oracle
 from conftest import CONVERSATIONS, TEMPLATES, fixture, source_of
 import jinjamark
-from jinjamark import cli
+from jinjamark import cli, cli_diff, cli_show
 from jinjamark.grammar import ast
 from jinjamark.grammar.errors import position
 
@@ -288,10 +289,6 @@ def test_serve_help_comes_from_the_playground():
 
 
 # ---------------------------------------------------------------------------- properties
-
-from hypothesis import given, strategies as st  # noqa: E402
-
-from jinjamark import cli_diff, cli_show  # noqa: E402
 
 TEXTS = st.lists(st.sampled_from(["a\n", "b\n", "c\n", "\n", "a", "b ", "\u00e9\n"]),
                  max_size=25).map("".join)
