@@ -165,7 +165,7 @@ class Input(Marked):
 
     @property
     def spans(self) -> Spans:
-        return ((0, len(self)),)
+        return ((0, len(self)),) if self else ()  # an empty one (a split's piece) marks nothing
 
     def __getitem__(self, key):
         return _input(str.__getitem__(self, key))
@@ -208,14 +208,16 @@ class Input(Marked):
     def casefold(self):
         return _input(str.casefold(self))
 
+    # The pieces of a split are input even when empty: how many there are is the input's (a
+    # count of them must print as input), and an empty Input adds nothing where it is joined.
     def split(self, sep=None, maxsplit=-1):
-        return [_input(p) for p in str.split(self, sep, maxsplit)]
+        return [Input(p) for p in str.split(self, sep, maxsplit)]
 
     def rsplit(self, sep=None, maxsplit=-1):
-        return [_input(p) for p in str.rsplit(self, sep, maxsplit)]
+        return [Input(p) for p in str.rsplit(self, sep, maxsplit)]
 
     def splitlines(self, keepends=False):
-        return [_input(p) for p in str.splitlines(self, keepends)]
+        return [Input(p) for p in str.splitlines(self, keepends)]
 
     def partition(self, sep):
         return tuple(_input(p) for p in str.partition(self, sep))
@@ -330,7 +332,7 @@ def concat(pieces: Iterable[str]) -> str:
     spans: list[tuple[int, int]] = []
     offset = 0
     for p in pieces:
-        if isinstance(p, Marked):
+        if isinstance(p, Marked) and p:  # an empty piece has no characters to mark
             for a, b in p.spans:
                 a += offset
                 if spans and a <= spans[-1][1]:
