@@ -6,7 +6,8 @@ import argparse
 import json
 import os
 import sys
-from typing import Optional, Sequence
+from contextlib import nullcontext
+from typing import Callable, Optional, Sequence
 
 from .cli_inputs import (STDIN, UsageError, add_input_options, chat_arguments, demo_files,
                          load_conversation, load_template, refuse_two_stdins, render_chat)
@@ -14,6 +15,7 @@ from .cli_show import (CLOSE, INPUT_STYLE, LEGEND_STYLE, OPEN, is_terminal, on_t
                        show_parts, wants_color)
 from .errors import TemplateError
 from .output import Part
+from .tracing import Step, tracing
 
 CONTROL_OPEN, CONTROL_CLOSE = "\u27ea", "\u27eb"  # ⟪ ⟫ around control tokens without colour
 CONTROL_STYLE = "bold green"
@@ -41,11 +43,23 @@ def add_render(commands: argparse._SubParsersAction) -> None:
                             f"else in {OPEN}{CLOSE} brackets")
     shown.add_argument("--json", action="store_true",
                        help='print the parts as JSON: [{"text": ..., "is_input": ...}, ...]')
+    render.add_argument("--trace", action="store_true",
+                        help="print each statement to stderr as it runs: template, line, column, "
+                             "the kind of statement and its source line")
     render.add_argument("--demo", action="store_true",
                         help="render a bundled real chat template (Qwen2.5-Instruct) with a "
                              "conversation that tries special-token injection, showing its parts")
     add_input_options(render)
     render.set_defaults(command=render_command)
+
+
+def _step_printer(name: Optional[str]) -> Callable[[Step], None]:
+    """`--trace`: one line on stderr per statement run: `name:line:column Kind` and its source."""
+    def show(step: Step) -> None:
+        where = step.template or name or "<template>"
+        text = step.source_line[step.column - 1:].strip()  # the statement onwards
+        print(f"{where}:{step.line}:{step.column} {step.statement:<7} {text[:80]}", file=sys.stderr)
+    return show
 
 
 def add_tokens(commands: argparse._SubParsersAction) -> None:
@@ -85,10 +99,13 @@ def render_command(args: argparse.Namespace) -> int:
     messages, options = chat_arguments(fixture, args)
     try:
         template = load_template(args, name, source)
-        if args.parts or args.json:
-            parts = render_chat(template, messages, options, parts=True)
-        else:
-            sys.stdout.write(render_chat(template, messages, options, parts=False))
+        with tracing(_step_printer(name)) if args.trace else nullcontext():
+            if args.parts or args.json:
+                parts = render_chat(template, messages, options, parts=True)
+            else:
+                text = render_chat(template, messages, options, parts=False)
+        if not (args.parts or args.json):
+            sys.stdout.write(text)
             return 0
     except TemplateError as error:
         if error.name is None:  # ChatTemplate compiles without a name: say which file it was

@@ -314,3 +314,25 @@ def test_the_error_window_keeps_the_caret_on_its_character(line, data):
         assert excerpt[caret] == line[column]
     else:
         assert caret == len(excerpt) - (3 if excerpt.endswith("...") else 0)
+
+
+# ---------------------------------------------------------------------------- render --trace
+
+def test_render_trace_lists_each_statement_as_it_runs_and_leaves_the_output_alone(tmp_path, capsys):
+    template = tmp_path / "t.jinja"
+    template.write_text("{% for m in messages %}\n{{ m['content'] }}{% if loop.last %}!{% endif %}\n"
+                        "{% endfor %}{% set done = true %}")
+    conversation = tmp_path / "c.json"
+    conversation.write_text(json.dumps({"messages": [{"role": "user", "content": "a"},
+                                                     {"role": "user", "content": "b"}]}))
+    status, plain, _ = run(capsys, "render", template, conversation)
+    status_traced, traced, err = run(capsys, "render", "--trace", template, conversation)
+    assert status == status_traced == 0 and traced == plain
+    steps = [line.split()[:2] for line in err.splitlines()]
+    name = str(template)
+    # the chat profile trims the newlines after block tags: no text statements for them
+    assert steps == [[f"{name}:1:1", "For"],
+                     [f"{name}:2:1", "Output"], [f"{name}:2:19", "If"],
+                     [f"{name}:2:1", "Output"], [f"{name}:2:19", "If"], [f"{name}:2:37", "Text"],
+                     [f"{name}:3:13", "Assign"]]
+    assert err.splitlines()[1].endswith("{{ m['content'] }}{% if loop.last %}!{% endif %}")
