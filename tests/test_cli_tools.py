@@ -336,3 +336,5 @@ def test_render_trace_lists_each_statement_as_it_runs_and_leaves_the_output_alon
                      [f"{name}:2:1", "Output"], [f"{name}:2:19", "If"], [f"{name}:2:37", "Text"],
                      [f"{name}:3:13", "Assign"]]
     assert err.splitlines()[1].endswith("{{ m['content'] }}{% if loop.last %}!{% endif %}")
+    done = script("render", "--trace", template, conversation)  # the installed command too
+    assert done.returncode == 0 and done.stdout == plain and done.stderr == err
