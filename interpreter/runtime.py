@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator, Optional
 
 from . import metering
+from .environment_tools import RenderContext
 from .errors import TemplateRuntimeError
 from .numbers import derived
 from .undefined import Undefined
@@ -173,6 +174,10 @@ class Macro:
         self.caller = caller
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> str:
+        if args and type(args[0]) is RenderContext:
+            # from Python with an eval context first (Jinja2's macros take one): it says
+            # whether the result is safe, and is no argument of the macro
+            return self.invoke(self, args[1:], kwargs, args[0].autoescape)
         return self.invoke(self, args, kwargs)
 
     def jinja_attribute(self, name: str) -> Any:

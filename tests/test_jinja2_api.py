@@ -791,3 +791,14 @@ def test_print_statement_with_line_statements_finalize_and_autoescape():
         env = s.Environment(autoescape=True, finalize=lambda v: [v])
         return lines, env.from_string("{% print 1, x %}{{ '<' }}{{ x }}").render(x="<")
     same(program)
+
+
+def test_a_macro_called_from_python_takes_an_eval_context_first_as_jinja2s_does():
+    import jinja2
+    from jinja2.nodes import EvalContext
+    source = "{% macro say_hello(name) %}Hello {{ name }}!{% endmacro %}"
+    for autoescape in (True, False):
+        ours_env, theirs_env = jinjamark.Environment(autoescape=autoescape), jinja2.Environment(autoescape=autoescape)
+        ours = ours_env.from_string(source).module.say_hello(jinjamark.RenderContext(ours_env, autoescape), "<b>")
+        theirs = theirs_env.from_string(source).module.say_hello(EvalContext(theirs_env), "<b>")
+        assert (str(ours), hasattr(ours, "__html__")) == (str(theirs), hasattr(theirs, "__html__"))
