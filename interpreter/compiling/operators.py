@@ -14,7 +14,7 @@ from ..markup import is_safe
 from ..marks import Input, Mixed, concat
 from ..metering import charge_compare
 from ..undefined import Undefined
-from .access import constant, located
+from .access import ABSENT, DICT_ATTRIBUTES, constant, located
 from .calls import compile_test
 from .core import Code, compile_node, compiles
 
@@ -240,9 +240,21 @@ def _equals_constant(node: ast.Compare, first: Code) -> Code:
     value, fn = right.value, COMPARE[op]
     short = type(value) is not str or len(value) <= 2048
     equal = op == "=="
+    variable, key = _plain_read(node.first)
 
     def equals(ev: Any, scope: Any) -> Any:
-        left = first(ev, scope)
+        if variable is not None:  # `message['role']`: the name and the dict read inline
+            frame = scope
+            while frame is not None:
+                obj = frame.vars.get(variable, ABSENT)
+                if obj is not ABSENT:
+                    break
+                frame = frame.parent
+            left = obj.get(key, ABSENT) if frame is not None and type(obj) is dict else ABSENT
+            if left is ABSENT:  # anything else: the read in general (pure: a second look is safe)
+                left = first(ev, scope)
+        else:
+            left = first(ev, scope)
         if short and type(left) in _COMPARED_CHEAPLY:
             return left == value if equal else left != value
         try:
@@ -252,6 +264,19 @@ def _equals_constant(node: ast.Compare, first: Code) -> Code:
         except Exception as e:
             ev.fail(e, node)
     return equals
+
+
+def _plain_read(node: Any) -> tuple[Any, Any]:
+    """(variable, key) when `node` reads a literal key of a variable (`m['role']`, `m.role`,
+    the attribute not a dict method's name), else (None, None)."""
+    kind = type(node)
+    if kind is ast.GetItem and type(node.obj) is ast.Name and type(node.key) is ast.Const \
+            and type(node.key.value) in (str, int):
+        return node.obj.name, node.key.value
+    if kind is ast.GetAttr and type(node.obj) is ast.Name and type(node.attr) is str \
+            and node.attr[:1] != "_" and node.attr not in DICT_ATTRIBUTES:
+        return node.obj.name, node.attr
+    return None, None
 
 
 def _extension_comparison(ev: Any, op: str) -> Any:
