@@ -8,6 +8,8 @@ from typing import Any, Callable
 
 from . import marks
 from .grammar import ast
+from . import sandbox
+from .errors import SecurityError
 from .formatting import percent_format
 from .markup import is_safe, markup_add, markup_join, markup_mod
 from .marks import Input, Mixed, concat
@@ -78,9 +80,7 @@ def call_value(func: Any, args: list, kwargs: dict, autoescape: Any = None) -> A
         return func.invoke(func, tuple(args), kwargs, autoescape)
     if type(func) in OWN_CALLABLES:  # they keep marks; the host's functions are taken fail safe
         return func(*args, **kwargs)
-    from . import sandbox  # the environment's is_safe_callable (Jinja2's: no @unsafe callables)
-    if not sandbox.is_safe_callable(func):
-        from .errors import SecurityError
+    if not sandbox.is_safe_callable(func):  # the environment's (Jinja2's: no @unsafe callables)
         name = getattr(func, "__name__", None)  # never its repr: no host repr reaches a template
         raise SecurityError(f"{name if isinstance(name, str) else type(func).__name__!r} is not "
                             "safely callable")

@@ -124,7 +124,7 @@ def compile_if(node: ast.If) -> Code:
 def compile_for(node: ast.For) -> Code:
     if node.recursive:  # `loop(items)` re-enters the loop: the handler's general form
         return _by_loop_handler(node)
-    from ..evaluator import LoopSignal, filtered, loop_iterator
+    from ..evaluator import LoopSignal, assign, filtered, loop_iterator  # (it imports this)
     iterable_code = compile_node(node.iter)
     bodies = Lazy((node.otherwise,))
     wants_loop, reuse = _reads_loop(node), _frame_stays_inside(node.body)
@@ -147,7 +147,7 @@ def compile_for(node: ast.For) -> Code:
         codes, cost = statements
         try:
             completed = _iterate(ev, scope, loop if wants_loop else iterator, loop, codes, cost,
-                                 node.target, reuse)
+                                 node.target, reuse, LoopSignal, assign)
         except LoopSignal:
             raise
         except Exception as e:
@@ -158,11 +158,11 @@ def compile_for(node: ast.For) -> Code:
 
 
 def _iterate(ev: Any, scope: Any, items: Any, loop: Any, codes: tuple, cost: int, target: Any,
-             reuse: bool) -> bool:
+             reuse: bool, LoopSignal: type, assign: Any) -> bool:
     """Run the body for each item; whether some iteration ran the body to its end (Jinja2 runs
     the loop's `else` otherwise). Each iteration has a frame of its own, or, when nothing in the
-    body can keep a frame beyond the iteration (`reuse`), the same frame with new variables."""
-    from ..evaluator import LoopSignal, assign
+    body can keep a frame beyond the iteration (`reuse`), the same frame with new variables.
+    (`LoopSignal` and `assign` are the evaluator's, passed in: it imports this module.)"""
     name = target.name if type(target) is ast.NameTarget else None
     budget = ev.budget
     completed = False
