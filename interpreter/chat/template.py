@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from ..environment import Environment, Template
-from ..output import Part
+from ..output import Part, to_parts
 from . import continuation
 from .loading import (Templates, load_folder, select_template, special_tokens_of_tokenizer,
                       templates_of_tokenizer, token_text)
@@ -134,8 +134,28 @@ class ChatTemplate:
         or a set of names of `polyfills.POLYFILLS`; see `polyfills_for`); False (the default)
         renders as transformers does. With `return_polyfills`, the result is `(text, applied)`,
         `applied` the `Polyfill`s used (a list of such lists for a batch)."""
+        if (self._one_plain_call(conversation) and not kwargs and not continue_final_message
+                and polyfill is False and not return_polyfills):
+            return self._render_one(conversation, tools, documents, add_generation_prompt, False)
         return self._apply(conversation, tools, documents, add_generation_prompt,
                            continue_final_message, kwargs, False, polyfill, return_polyfills)
+
+    def _one_plain_call(self, conversation: Any) -> bool:
+        """A conversation of dict messages (no batch) for the model's one template."""
+        return (type(conversation) is list and bool(conversation) and type(conversation[0]) is dict
+                and type(self.templates) is str and self.template_name is None)
+
+    def _render_one(self, messages: list, tools: Any, documents: Any, add_generation_prompt: Any,
+                    marked: bool) -> Any:
+        """`render` of the commonest call (one conversation of dicts, one template, no options
+        beyond tools, documents and the generation prompt): render_batch's steps for it, without
+        the batch's bookkeeping around them."""
+        template = self.compiled(self.templates)  # a syntax error first, as transformers
+        render = _Render(self, template, self.templates, check_tools(tools),
+                         check_documents(documents), add_generation_prompt, {}, False)
+        context = render.context(normalize_messages(messages), marked)
+        pieces = template._render(context, self.overlay)  # the context is ours to use
+        return to_parts(pieces) if marked else "".join(pieces)
 
     def render_parts(self, conversation: Any, /, tools: Any = None, documents: Any = None,
                      add_generation_prompt: Any = False, continue_final_message: Union[bool, str] = False,
@@ -143,6 +163,9 @@ class ChatTemplate:
                      **kwargs: Any) -> Any:
         """As `render`, as parts: what came from the arguments (and kwargs) is input (also
         after a polyfill moved it; the words a polyfill adds are template text)."""
+        if (self._one_plain_call(conversation) and not kwargs and not continue_final_message
+                and polyfill is False and not return_polyfills):
+            return self._render_one(conversation, tools, documents, add_generation_prompt, True)
         return self._apply(conversation, tools, documents, add_generation_prompt,
                            continue_final_message, kwargs, True, polyfill, return_polyfills)
 
