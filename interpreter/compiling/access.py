@@ -11,6 +11,7 @@ from typing import Any
 from ..expressions import is_constant, slice_value
 from ..grammar import ast
 from ..metering import charge_walk
+from ..numbers import InputInt
 from ..methods import DICT_METHODS, MUTATING_METHODS
 from ..undefined import MISSING
 from ..values import get_attribute, get_item
@@ -137,8 +138,15 @@ def compile_getitem(node: ast.GetItem) -> Code:
         obj = obj_code(ev, scope)
         k = key if is_const else key(ev, scope)
         try:
-            if type(k) is tuple:
+            kind = type(k)
+            if (kind is int or kind is InputInt) and type(obj) is list and -len(obj) <= k < len(obj):
+                return obj[k]  # `messages[i]` (a count of input messages is input: InputInt)
+            if kind is tuple:
                 charge_walk(k)
+            elif type(obj) is dict and (kind is str or kind is int):
+                value = obj.get(k, _ABSENT)
+                if value is not _ABSENT:
+                    return value
             return get_item(obj, k, ev.undefined, ev.mutable)
         except Exception as e:
             ev.fail(e, node)
