@@ -157,29 +157,17 @@ def compile_getitem(node: ast.GetItem) -> Code:
 # variable is looked up in the same closure (compile_name's walk, inlined).
 
 def _variable_item(node: ast.GetItem, name: str, key: Any) -> Code:
-    def variable_item(ev: Any, scope: Any) -> Any:
-        while scope is not None:
-            obj = scope.vars.get(name, _ABSENT)
-            if obj is not _ABSENT:
-                break
-            scope = scope.parent
-        if obj is _ABSENT or obj is MISSING:
-            obj = ev.lookup_missing(name)
-        try:
-            if type(obj) is dict:
-                value = obj.get(key, _ABSENT)
-                if value is not _ABSENT:
-                    return value
-            return get_item(obj, key, ev.undefined, ev.mutable)
-        except Exception as e:
-            ev.fail(e, node)
-    return variable_item
+    return _variable_read(node, name, key, True, get_item)
 
 
 def _variable_attribute(node: ast.GetAttr, name: str, plain: bool) -> Code:
-    attr = node.attr
+    return _variable_read(node, name, node.attr, plain, get_attribute)
 
-    def variable_attribute(ev: Any, scope: Any) -> Any:
+
+def _variable_read(node: Any, name: str, key: Any, plain: bool, read: Any) -> Code:
+    """`name[key]` (`read` is get_item) or `name.key` (get_attribute; `plain`: not a dict
+    method's name, so a dict's item is the attribute)."""
+    def variable_read(ev: Any, scope: Any) -> Any:
         while scope is not None:
             obj = scope.vars.get(name, _ABSENT)
             if obj is not _ABSENT:
@@ -189,13 +177,13 @@ def _variable_attribute(node: ast.GetAttr, name: str, plain: bool) -> Code:
             obj = ev.lookup_missing(name)
         try:
             if plain and type(obj) is dict:
-                value = obj.get(attr, _ABSENT)
+                value = obj.get(key, _ABSENT)
                 if value is not _ABSENT:
                     return value
-            return get_attribute(obj, attr, ev.undefined, ev.mutable)
+            return read(obj, key, ev.undefined, ev.mutable)
         except Exception as e:
             ev.fail(e, node)
-    return variable_attribute
+    return variable_read
 
 
 @compiles(ast.Slice)
