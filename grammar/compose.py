@@ -13,11 +13,11 @@ import functools
 import importlib.util
 import re
 import weakref
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Mapping, Optional, Sequence
 
+from ._lark_import import import_lark
 from .errors import TemplateError
 from .parser import Parser, Syntax, core_grammar, get_parser
-from .transform import AstBuilder
 
 # A tag opener in the core's style: one terminal per keyword, named after it, `-`/`+` folded in.
 OPENER = re.compile(r"^\s*/\\\{%\[-\+\]\?\\s\*(\w+)\(\?!\\w\)/\s*$")
@@ -80,11 +80,18 @@ def check_fragments(syntaxes: Iterable[Syntax]) -> None:
         for name, pattern in terminal_patterns(s.grammar).items():
             _claim(patterns, pattern, s.name, f"a terminal matching {pattern} ({name})")
         for rule in s.rules:
-            if rule in AstBuilder.__dict__:
+            if rule in _core_builders():
                 raise ExtensionError(f"extension {s.name!r} has a builder for {rule!r}, which the "
                                      "core builds: give the rule or alias a name of its own",
                                      [s.name])
             _claim(builders, rule, s.name, f"a builder for {rule!r}")
+
+
+def _core_builders() -> Mapping[str, object]:
+    """The core's rule builders (grammar/transform.py: imported with Lark, when first needed)."""
+    import_lark()
+    from .transform import AstBuilder
+    return AstBuilder.__dict__
 
 
 @functools.lru_cache(maxsize=1)
@@ -224,7 +231,7 @@ def check_builders(parser: Parser, syntaxes: tuple[Syntax, ...]) -> None:
                                      "or alias of the grammar has that name", [s.name])
     built = {rule for s in syntaxes for rule in s.rules}
     for name in sorted(made):
-        if name not in built and name not in AstBuilder.__dict__:
+        if name not in built and name not in _core_builders():
             owners = [s.name for s in syntaxes if re.search(rf"\b{re.escape(name)}\b", s.grammar)]
             raise ExtensionError(f"the rule {name!r} makes a tree but has no builder: add "
                                  f"rules={{{name!r}: builder}} to extension "

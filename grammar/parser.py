@@ -12,22 +12,22 @@ import re
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional
-
-import lark
-from lark import Lark, Token, Tree
-from lark.exceptions import LarkError, UnexpectedInput, VisitError
-from lark.parse_tree_builder import ExpandSingleChild, PropagatePositions
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 from . import ast, tables
+from ._lark_import import import_lark
 from .delimiters import DEFAULT, Delimiters
 from .errors import TemplateError, TemplateSyntaxError, TemplateTooLarge, position
 from .generate import grammar_text
-from .lark_errors import from_lark
-from .onepass import OnePass
-from .tagstream import TagStream
-from .transform import builder_class
 from .whitespace import Options
+
+if TYPE_CHECKING:
+    from lark import Lark, Token, Tree
+
+    from .onepass import OnePass
+
+# Lark and the modules built on it (transform, onepass, scanning, tagstream, lark_errors) are
+# imported when the first parser is made, not by `import jinjamark`: see grammar/_lark_import.py.
 
 DEFAULT_MAX_DEPTH = 200
 
@@ -90,6 +90,11 @@ class Parser:
 
     def __init__(self, syntaxes: tuple[Syntax, ...] = (), strict: bool = False,
                  delimiters: Delimiters = DEFAULT) -> None:
+        import_lark()
+        import lark
+
+        from .tagstream import TagStream
+        from .transform import builder_class
         self.syntaxes = syntaxes
         self.delimiters = delimiters
         generated = grammar_text(core_grammar(), [s.grammar for s in syntaxes], delimiters)
@@ -123,6 +128,7 @@ class Parser:
 
     def parse(self, source: str, name: Optional[str] = None, options: Options = Options(),
               max_depth: int = DEFAULT_MAX_DEPTH) -> ast.Template:
+        from lark.exceptions import LarkError, UnexpectedInput, VisitError
         text = source
         if not options.keep_trailing_newline:
             text = _without_trailing_newline(source)
@@ -153,6 +159,7 @@ class Parser:
             raise TemplateSyntaxError(f"cannot build the template: {inner}", name=name,
                                       lineno=1, column=1, source=source) from None
         except UnexpectedInput as e:
+            from .lark_errors import from_lark
             raise from_lark(e, text, self.tags, name, source, self._custom, options,
                             lambda offset: self._read_until(text, offset), self._name_pattern()) from None
         except LarkError as e:
@@ -172,6 +179,7 @@ class Parser:
         """The tokens the parser reads from `text` before `offset`, and Lark's interactive parser
         in the state they leave it in. Parsed again, for error messages only: the state where a
         parse failed is past reductions made for the token it could not take."""
+        from lark.exceptions import UnexpectedInput
         parser = self.lark.parse_interactive(text)
         tokens: list[Token] = []
         try:
@@ -197,6 +205,7 @@ def _one_pass(parser: Lark, builder_class: type) -> Optional[OnePass]:
     """The one-pass parse (grammar/onepass.py) for this grammar, or None where it cannot run
     (a rule or builder of a shape it does not know, or a Lark whose internals differ)."""
     try:
+        from .onepass import OnePass
         return OnePass(parser, builder_class)
     except Exception:  # noqa: BLE001 - Unsupported, or Lark's internals not as expected
         return None
@@ -219,6 +228,7 @@ def _build(grammar: str, options: dict, strict: bool) -> Lark:
     `interegular` happens to be installed it costs more than half of every build, and the
     grammar's collisions are checked once, by the strict-mode test."""
     import lark.lexer as lexer_module
+    from lark import Lark
     with _build_lock:
         saved = lexer_module.has_interegular
         lexer_module.has_interegular = saved and strict
@@ -233,6 +243,7 @@ def _unit_rules_unwrapped(parser: Lark) -> None:
     is, so Lark's position bookkeeping around it finds the child's own positions and writes
     them back unchanged. An expression goes through about 16 of them (each precedence level),
     half of a parse's time: their callbacks keep only the inlining."""
+    from lark.parse_tree_builder import ExpandSingleChild, PropagatePositions
     lalr = parser.parser.parser.parser
     callbacks = lalr.callbacks
     for rule, callback in callbacks.items():
@@ -265,6 +276,7 @@ def _tree_position(obj) -> tuple[int, int]:
 
 def check_depth(tree: Tree, max_depth: int, source: str) -> None:
     """Refuse trees nested deeper than the evaluator can walk (e.g. 10,000 brackets)."""
+    from lark import Tree
     stack = [(tree, 1)]
     while stack:
         node, depth = stack.pop()

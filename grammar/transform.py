@@ -13,22 +13,13 @@ from lark import Token, Transformer_NonRecursive, v_args
 from . import ast
 from .delimiters import Delimiters
 from .errors import TemplateAssertionError, TemplateSyntaxError, position
+from .positions import meta_span, token_span  # noqa: F401 - imported from here too
 from .tagstream import check_variable_end, trimmed
 from .whitespace import Options, normalize_newlines, trim
 
 CONSTANT_NAMES = {"true": True, "True": True, "false": False, "False": False,
                   "none": None, "None": None}
 RAW_PARTS = re.compile(r"\{%[-+]?\s*raw\s*-?%\}(.*?)\{%[-+]?\s*endraw\s*[-+]?%\}", re.S)
-
-
-def token_span(tok: Token) -> ast.Span:
-    return ast.Span(tok.line, tok.column, tok.start_pos, tok.end_pos)
-
-
-def meta_span(meta: Any) -> ast.Span:
-    if getattr(meta, "empty", True):
-        return ast.NO_SPAN
-    return ast.Span(meta.line, meta.column, meta.start_pos, meta.end_pos)
 
 
 def _check_keyword_ends(source: str, start: int, keyword: str) -> None:

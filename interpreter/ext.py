@@ -20,7 +20,7 @@ from .grammar import ast
 from .grammar.compose import ExtensionError, compose
 from .grammar.errors import TemplateError, TemplateSyntaxError
 from .grammar.parser import Parser, Syntax, extension_grammar
-from .grammar.transform import meta_span, token_span
+from .grammar.positions import meta_span, token_span
 
 Builder = Callable[[Any, list], Any]  # (meta, children) -> AST node or plain data
 Handler = Callable[[Any, ast.Node, Any], Any]  # (evaluator, node, scope) -> value or None

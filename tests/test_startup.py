@@ -324,3 +324,11 @@ def test_walk_and_children_visit_every_node_in_source_order():
         assert [id(n) for n in ast.walk(tree.body)] == [id(n) for n in tree.body for n in _reference_walk(n)]
         for node in ast.walk(tree):
             assert [id(n) for n in ast.children(node)] == [id(n) for n in _reference_children(node)]
+
+
+def test_importing_jinjamark_imports_no_lark_until_a_parser_is_made():
+    code = ("import sys, jinjamark\n"
+            "print('lark' in sys.modules)\n"
+            "jinjamark.Environment().from_string('{{ 1 }}').render()\n"
+            "print('lark' in sys.modules)\n")
+    assert _fresh(code).split() == ["False", "True"]
