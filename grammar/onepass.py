@@ -174,7 +174,6 @@ class OnePass:
         extents: list = []
         position = _Position()
         position.position = self.start_state
-        token = None
         if self.grouped is not None:
             tokens = self.grouped.lex(text, position)
         else:
@@ -198,7 +197,11 @@ class OnePass:
                     state_stack[-1] = landing
                 else:
                     self._reduce(r, state_stack, values, extents, builder)
-        end_state = self.end_state
+        return self._finish(state_stack, values, extents, builder)
+
+    def _finish(self, state_stack: list, values: list, extents: list, builder: Any) -> tuple[Any, Any]:
+        """The reductions at the end of the text, up to the start rule's."""
+        states, reductions, end_state = self.states, self.reductions, self.end_state
         while True:
             action, arg = states[state_stack[-1]]["$END"]
             if action is Shift:
