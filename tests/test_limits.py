@@ -97,7 +97,7 @@ def assert_at(error: jinjamark.TemplateError, source: str, line: int, tag: str) 
 def test_limits_defaults_are_documented_values():
     assert DEFAULTS == jinjamark.Limits(
         max_template_size=100_000, max_nesting=200, max_output=50_000_000,
-        max_fuel=25_000_000, max_loop_iterations=2_500_000, max_recursion=DEFAULTS.max_recursion,
+        max_fuel=15_000_000, max_loop_iterations=2_500_000, max_recursion=DEFAULTS.max_recursion,
         max_range=100_000, max_repeat=10_000_000, max_power_bits=100_000,
         max_format_width=100_000, max_work=500_000_000, deadline=None)
     assert 20 <= DEFAULTS.max_recursion <= 1000

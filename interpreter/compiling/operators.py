@@ -5,6 +5,7 @@ shortcuts, and where an error is located.
 """
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from ..contexts import Context
@@ -24,17 +25,28 @@ def compile_binary(node: ast.Binary) -> Code:
     if node.op == "+" and type(node.left) is ast.Binary and node.left.op == "+":
         return compile_sum(node)
     left, right, op = compile_node(node.left), compile_node(node.right), node.op
+    arithmetic = _ARITHMETIC.get(op)
 
     def operate(ev: Any, scope: Any) -> Any:
         a = left(ev, scope)
         b = right(ev, scope)
         try:
+            if arithmetic is not None and type(a) in _NUMBERS and type(b) in _NUMBERS \
+                    and not ev.binops:
+                return arithmetic(a, b)  # plain numbers: nothing to check, nothing to mark
             if ev.binops and op in ev.binops:  # the sandbox's interception (Jinja2's)
                 return ev.env.call_binop(Context(ev, scope), op, a, b)
             return binary(ev, op, a, b)
         except Exception as e:
             ev.fail(e, node)
     return operate
+
+
+# Operators on plain int and float (not bool, not numbers from input) that cannot grow a value
+# past what limits check (`*` and `**` can: they take binary's way).
+_ARITHMETIC = {"+": operator.add, "-": operator.sub, "/": operator.truediv,
+               "//": operator.floordiv, "%": operator.mod}
+_NUMBERS = frozenset((int, float))
 
 
 def addends(expr: ast.Binary) -> tuple[list, list]:
