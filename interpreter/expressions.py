@@ -146,7 +146,9 @@ def join_printed(ev: Any, values: list) -> str:
     ev.budget.limits.check_size(size)
     if size > _SMALL:
         charge(size * COPY)
-    return markup_join(pieces) if ev.autoescape else concat(pieces)
+    if ev.autoescape:
+        return markup_join(pieces)
+    return "".join(pieces) if all(type(p) is str for p in pieces) else concat(pieces)
 
 
 COMPARE: dict[str, Callable[[Any, Any], Any]] = {

@@ -214,9 +214,17 @@ def compile_compare(node: ast.Compare) -> Code:
         return _equals_constant(node, first)
     ops = tuple((op, COMPARE.get(op), constant(expr), op == "in" or op == "not in")
                 for op, expr in node.ops)
+    numeric = COMPARE.get(node.ops[0][0]) if len(ops) == 1 and not ops[0][3] else None
 
     def compare(ev: Any, scope: Any) -> Any:
         left = first(ev, scope)
+        if numeric is not None and type(left) in _NUMBERS:  # `loop.index0 > outer`: at once
+            is_const, right = ops[0][2]
+            if not is_const:
+                right = right(ev, scope)
+            if type(right) in _NUMBERS:
+                return numeric(left, right)
+            return _compare_rest(ev, node, ops, left, right)
         result: Any = True
         for op, fn, (is_const, right), membership in ops:
             if not is_const:
@@ -289,6 +297,19 @@ def _plain_read(node: Any) -> tuple[Any, Any]:
             and node.attr[:1] != "_" and node.attr not in DICT_ATTRIBUTES:
         return node.obj.name, node.attr
     return None, None
+
+
+def _compare_rest(ev: Any, node: ast.Compare, ops: tuple, left: Any, right: Any) -> Any:
+    """One comparison (`ops[0]`, its right side evaluated already) in general."""
+    op, fn = ops[0][0], ops[0][1]
+    try:
+        if fn is None:
+            fn = _extension_comparison(ev, op)
+        if not cheap_to_compare(left, right):
+            charge_compare(left, right)
+        return fn(left, right)
+    except Exception as e:
+        ev.fail(e, node)
 
 
 def _extension_comparison(ev: Any, op: str) -> Any:
