@@ -50,6 +50,11 @@ CASES = [
     ("{{ 1 < x < 3 }}{{ 1 < x > 3 }}{{ x == 2 == 2 }}", {"x": 2}),
     ("{{ x and y }}|{{ x or y }}|{{ not x }}|{{ 'a' if x else 'b' }}|{{ 'a' if y }}", {"x": 0, "y": "Y"}),
     ("{{ xs | length }}{{ xs | join(',') }}{{ s | upper }}{{ xs | map('string') | join }}", {"xs": [1, 2], "s": "a"}),
+    # reads by index and key; arithmetic and comparison of plain numbers; ~ of plain text
+    ("{% for i in range(xs | length) %}{{ xs[i] }}{{ xs[-1 - i] }}{{ d[i] }}{{ d['k'] }}{% endfor %}{{ xs[9] }}",
+     {"xs": ["a", "b"], "d": {0: "zero", 1: "one", "k": "K"}}),
+    ("{{ 7 // 2 }}{{ -7 % 3 }}{{ 1.5 + 2 }}{{ 3 / 2 }}{{ true + 1 }}{{ 1 < 2.5 }}{{ 2 > true }}"
+     "{{ 'a' < 'b' }}{{ 1 ~ 'x' ~ none ~ true }}", {}),
     ("{{ {'a': 1, (1, 2): 2}[(1, 2)] }}{{ [1, 2, 3][1:] }}{{ 'abc'[::-1] }}{{ (1, 2) }}", {}),
 ]
 
