@@ -147,9 +147,10 @@ class AstBuilder(Transformer_NonRecursive):
         target, iterable, *rest = children
         _check_keyword_ends(self.source, iterable.span.start, "in")
         inside = [target] + [part for part in rest if isinstance(part, (tuple, ast.Node))]
-        if any(type(n) is ast.NameTarget and n.name == "loop" for n in ast.walk(tuple(inside))):
-            raise TemplateSyntaxError("Can't assign to special loop variable in for-loop target",
-                                      lineno=meta.line, column=meta.column)
+        for node in ast.walk(tuple(inside)):  # the target, and any `set` in the loop (Jinja2's)
+            if type(node) is ast.NameTarget and node.name == "loop":
+                raise TemplateAssertionError("Can't assign to special loop variable in for-loop "
+                                             "target", lineno=node.span.line, column=node.span.column)
         condition, recursive, otherwise = None, False, ()
         body = None
         for part in rest:

@@ -241,3 +241,21 @@ def test_where_the_tables_go(tmp_path, monkeypatch):
     blocked.write_text("not a folder")
     monkeypatch.setenv("JINJAMARK_CACHE_DIR", str(blocked / "sub"))
     assert cache_folder() is None                              # cannot be made: nothing kept
+
+
+# ---------------------------------------------------------------------------- assigning to `loop`
+
+@pytest.mark.parametrize("source", [
+    "{% for x in [1] %}\n\n{% set loop = 5 %}{{ loop }}{% endfor %}",
+    "a\n{% for x in [1] %}\n{% for y in [1] %}\n  {% for loop in [2] %}{% endfor %}{% endfor %}{% endfor %}",
+    "{% for x in [1] %}{% macro m() %}{% set loop = 1 %}{% endmacro %}{% endfor %}",
+    "{% for x, loop in [(1, 2)] %}{% endfor %}",
+    "{% for x in [1] %}\n{% set (a, loop) = (1, 2) %}{% endfor %}",
+])
+def test_assigning_to_loop_inside_a_for_loop_is_refused_where_jinja2_refuses_it(source):
+    import jinja2
+    with pytest.raises(jinja2.TemplateAssertionError) as theirs:
+        jinja2.Environment().from_string(source)
+    with pytest.raises(jinjamark.TemplateAssertionError) as ours:
+        jinjamark.Environment().from_string(source)
+    assert (ours.value.message, ours.value.lineno) == (theirs.value.message, theirs.value.lineno)
