@@ -1,8 +1,10 @@
 """Builds and caches Lark parsers; the one place where Lark's options live.
 
-A parser is built once per process for each set of syntax extensions (building costs
-50-250 ms; parsing with a built one is cheap), and its tables are kept on disk between
-processes (`cache_folder`).
+A parser is made once per process for each set of syntax extensions. Its tables come from the
+package for the default grammars (grammar/tables.py), else from the user's cache folder
+(`cache_folder`), else they are built (50-250 ms) and kept there. A template is parsed in one
+pass (grammar/onepass.py); the two-pass parse (Lark's tree, then grammar/transform.py) decides
+every failure, so that errors do not depend on which pass found them.
 """
 from __future__ import annotations
 
