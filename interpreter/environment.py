@@ -227,7 +227,7 @@ class Environment(sandbox.SandboxHooks, TemplateLoading):
         if passed == "context" and context is not None:  # the render's (contexts.Context)
             return fn(context, value, *args, **(kwargs or {}))
         if passed in ("context", "eval_context"):
-            return fn(eval_ctx or RenderContext(self), value, *args, **(kwargs or {}))
+            return fn(eval_ctx or RenderContext(self, False), value, *args, **(kwargs or {}))
         return fn(value, *args, **(kwargs or {}))
 
 

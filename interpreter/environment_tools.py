@@ -6,7 +6,7 @@ A callable marked with one of these is called with the named object first:
 """
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from typing import Optional, Any, Callable, TypeVar
 
 F = TypeVar("F", bound=Callable)
 
@@ -32,7 +32,13 @@ class RenderContext:
     """What `pass_context` / `pass_eval_context` callables receive: the environment, and
     whether output is being autoescaped where they are called."""
 
-    def __init__(self, environment: Any, autoescape: bool = False) -> None:
+    def __init__(self, environment: Any, autoescape: Optional[bool] = None,
+                 template_name: Optional[str] = None) -> None:
+        """`autoescape` None (Jinja2's `EvalContext(environment, template_name)`): the
+        environment's setting for a template of that name."""
         self.environment = environment
+        if autoescape is None:
+            setting = environment.autoescape
+            autoescape = bool(setting(template_name)) if callable(setting) else bool(setting)
         self.autoescape = autoescape
         self.eval_ctx = self
