@@ -500,3 +500,15 @@ def test_analyze_takes_the_special_tokens_the_probes_render_with():
     assert jinjamark.analyze(source).capabilities.system_role  # <s> and </s> by default
     assert jinjamark.analyze(source, special_tokens={"bos_token": "[B]"}).capabilities.system_role
     assert not jinjamark.analyze(source, special_tokens={}).capabilities.system_role
+
+
+def test_analyzing_a_template_that_loops_to_the_limits_takes_a_second_not_a_minute():
+    """The capability probes render a few short messages; a template that loops to the default
+    limits fails each probe fast (PROBE_LIMITS) instead of running each to the limits."""
+    import time
+    source = ("{% for i in range(100000) %}{% for j in range(100000) %}{{ messages[0].content }}"
+              "{% endfor %}{% endfor %}")
+    started = time.process_time()
+    analysis = jinjamark.analyze(source)
+    assert time.process_time() - started < 10
+    assert "string_content" in analysis.capabilities.failed_probes

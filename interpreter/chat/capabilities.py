@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Literal, Optional
 
+from ..limits import Limits
+from .profile import chat_environment
 from .template import ChatTemplate
 
 __all__ = ["Capabilities", "probe_capabilities", "REASONING_FIELDS"]
@@ -89,7 +91,8 @@ class _Prober:
     """Renders probe variants; remembers which probes raised in every variant."""
 
     def __init__(self, source: str, special_tokens: dict) -> None:
-        self.template = ChatTemplate(source, special_tokens=special_tokens)
+        self.template = ChatTemplate(source, special_tokens=special_tokens,
+                                     environment=_probing_environment())
         self.failed: list[str] = []
         self.typed = False  # the template needs typed content: probe messages carry it so
 
@@ -114,6 +117,23 @@ class _Prober:
         if not rendered:
             self.failed.append(name)
         return None
+
+
+# A probe renders a conversation of a few short messages: a real template does that in well under
+# 100,000 steps. These limits keep a template that loops to the default limits (as a hostile
+# one can) from making analyze() take a minute over its twenty-odd probes: such a render fails,
+# which only turns off that probe's flags.
+PROBE_LIMITS = Limits(max_fuel=500_000, max_loop_iterations=100_000, deadline=0.5)
+
+
+def _probing_environment() -> Any:
+    global _PROBING
+    if _PROBING is None:
+        _PROBING = chat_environment(limits=PROBE_LIMITS)
+    return _PROBING
+
+
+_PROBING: Any = None
 
 
 def _typed(message: dict) -> dict:
