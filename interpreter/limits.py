@@ -22,11 +22,11 @@ from .runtime import Namespace
 @dataclass(frozen=True)
 class Limits:
     """Every limit a render is held to; raise one with `Limits(max_output=...)`. The defaults are
-    measured: every corpus chat template renders a 1,000-turn conversation (2.7M steps at most),
-    and so does a template looking ahead over the rest of it for each message (1,001,000
-    iterations, 12.5M steps), while every attack of tests/test_attacks.py ends within 2 s and
-    500 MB. A loop of cheap steps within every limit is bounded by the fuel: 15M steps are
-    about 2-3 s of compiled code (the lookahead template's 12.5M take 2 s)."""
+    measured: every corpus chat template renders a 1,000-turn conversation, and so does a
+    template looking ahead over the rest of it for each message (1,001,000 iterations, 13.6M
+    steps), while every attack of tests/test_attacks.py ends within 2 s and 500 MB. Steps are
+    weighted by what a node costs to run (compiling/core.py: a call 10, a filter 6, a name 1), so
+    that a loop of cheap steps within every limit ends, by the fuel, in about 1-3 s."""
     max_template_size: int = 100_000       # characters of template source (compiles in < ~1 s)
     max_nesting: int = 200                 # parser: how deeply constructs may nest
     max_output: int = 50_000_000           # characters written by one render (and any one string)

@@ -13,6 +13,7 @@ from ..grammar import ast
 from ..metering import charge_walk
 from ..numbers import InputInt
 from ..methods import DICT_METHODS, MUTATING_METHODS
+from ..runtime import LoopContext
 from ..undefined import MISSING
 from ..values import get_attribute, get_item
 from .core import Code, compile_node, compiles
@@ -21,6 +22,8 @@ ABSENT: Any = object()
 _ABSENT = ABSENT
 # The names that mean something else than an item on a plain dict (methods, refused mutators).
 DICT_ATTRIBUTES = frozenset(DICT_METHODS).union(*(names for _, names in MUTATING_METHODS))
+# The loop variable's attributes that are values (its methods, cycle and changed, are not).
+LOOP_PROPERTIES = frozenset(LoopContext.jinja_attributes - {"cycle", "changed"})
 
 
 def constant(node: Any) -> tuple[bool, Any]:
@@ -180,6 +183,8 @@ def _variable_read(node: Any, name: str, key: Any, plain: bool, read: Any) -> Co
                 value = obj.get(key, _ABSENT)
                 if value is not _ABSENT:
                     return value
+            elif type(obj) is LoopContext and key in LOOP_PROPERTIES:  # `loop.index`
+                return getattr(obj, key)
             return read(obj, key, ev.undefined, ev.mutable)
         except Exception as e:
             ev.fail(e, node)

@@ -16,7 +16,7 @@ from ..expressions import OWN_CALLABLES, call_value
 from ..grammar import ast
 from ..hostcalls import keeps_marks_declared
 from ..marks import Input, Mixed
-from ..methods import STR_METHODS
+from ..methods import DICT_METHODS, STR_METHODS
 from ..runtime import Macro
 from ..undefined import MISSING, Undefined
 from ..values import get_attribute
@@ -53,8 +53,9 @@ def compile_arguments(arguments: ast.Arguments) -> Code:
 def compile_call(node: ast.Call) -> Code:
     arguments = compile_arguments(node.arguments)
     func = node.func
-    if type(func) is ast.GetAttr and type(func.attr) is str and func.attr in STR_METHODS:
-        return _string_method_call(node, func, arguments)
+    if type(func) is ast.GetAttr and type(func.attr) is str and (func.attr in STR_METHODS
+                                                                or func.attr in DICT_METHODS):
+        return _method_call(node, func, arguments)
     func_code = compile_node(func)
 
     def call(ev: Any, scope: Any) -> Any:
@@ -82,16 +83,23 @@ def call_function(ev: Any, scope: Any, fn: Any, args: list, kwargs: dict) -> Any
                             "exception")
 
 
-def _string_method_call(node: ast.Call, func: ast.GetAttr, arguments: Code) -> Code:
-    """`text.strip()`: when the receiver is a string, its method is called at once (the function
-    get_attribute would wrap in a Method); any other receiver takes the general path."""
+def _method_call(node: ast.Call, func: ast.GetAttr, arguments: Code) -> Code:
+    """`text.strip()`, `message.get('x')`: when the receiver is a string (a plain dict), its
+    method is called at once (the function get_attribute would wrap in a Method); any other
+    receiver takes the general path."""
     receiver, attr = compile_node(func.obj), func.attr
-    method = STR_METHODS[attr]
+    string_method, dict_method = STR_METHODS.get(attr), DICT_METHODS.get(attr)
 
     def call(ev: Any, scope: Any) -> Any:
         obj = receiver(ev, scope)
         kind = type(obj)
-        if kind is not str and kind is not Input and kind is not Mixed:
+        if kind is str or kind is Input or kind is Mixed:
+            method = string_method
+        elif kind is dict:
+            method = dict_method
+        else:
+            method = None
+        if method is None:
             try:
                 fn = get_attribute(obj, attr, ev.undefined, ev.mutable)
             except Exception as e:
