@@ -60,10 +60,6 @@ def addends(expr: ast.Binary) -> tuple[list, list]:
     return operands[::-1], adders[::-1]
 
 
-def compile_addends(expr: ast.Binary) -> "Addends":
-    return Addends(expr)
-
-
 class Addends:
     """The addends of `a + b + c` compiled for collecting: the texts of the constant ones stand
     in `texts` already, the others are `(index, code)` filled in left to right."""
