@@ -128,20 +128,3 @@ def size(statement: Any) -> int:
 # a literal, an item read cost one. Measured with loops of each kind (issue 12's cheap steps).
 WEIGHTS: dict[type, int] = {ast.Call: 10, ast.Filter: 6, ast.Test: 2, ast.Binary: 3, ast.Concat: 3,
                             ast.NamespaceTarget: 3}
-
-
-class Lazy:
-    """Closures compiled when first run: a branch or loop body that never runs costs nothing to
-    compile. `codes[i]` is None until body `i` has run once."""
-
-    __slots__ = ("bodies", "codes")
-
-    def __init__(self, bodies: tuple) -> None:
-        self.bodies = bodies
-        self.codes: list = [None] * len(bodies)
-
-    def get(self, i: int) -> Code:
-        code = self.codes[i]
-        if code is None:
-            code = self.codes[i] = compile_body(self.bodies[i])
-        return code

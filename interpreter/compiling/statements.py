@@ -16,7 +16,7 @@ from ..marks import Input, Mixed
 from ..runtime import LoopContext
 from ..scope import Scope
 from ..values import to_string
-from .core import Code, Lazy, compile_node, compile_statements, compiles
+from .core import Code, compile_body, compile_node, compile_statements, compiles
 from .operators import ALL_TEXT, Addends, add_texts
 
 
@@ -126,7 +126,7 @@ def compile_for(node: ast.For) -> Code:
         return _by_loop_handler(node)
     from ..evaluator import LoopSignal, assign, filtered, loop_iterator  # (it imports this)
     iterable_code = compile_node(node.iter)
-    bodies = Lazy((node.otherwise,))
+    otherwise: list = []  # the `else` body's closure, compiled when it first runs
     wants_loop, reuse = _reads_loop(node), _frame_stays_inside(node.body)
     statements: list = []  # [codes, cost + 1], compiled at the first run
 
@@ -153,7 +153,9 @@ def compile_for(node: ast.For) -> Code:
         except Exception as e:
             ev.fail(e, node)
         if not completed and node.otherwise:
-            bodies.get(0)(ev, Scope(scope))  # a frame of its own: what it sets stays there
+            if not otherwise:
+                otherwise.append(compile_body(node.otherwise))
+            otherwise[0](ev, Scope(scope))  # a frame of its own: what it sets stays there
     return for_
 
 
