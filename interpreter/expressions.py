@@ -20,7 +20,7 @@ from .undefined import Undefined
 from .values import to_string
 
 
-_SMALL = 256  # characters or items copied without metering: fuel bounds the steps that do it
+SMALL_COPY = 256  # characters or items copied without metering: fuel bounds the steps that do it
 
 
 def slice_value(obj: Any, key: Any) -> Any:
@@ -28,7 +28,7 @@ def slice_value(obj: Any, key: Any) -> Any:
     Safe text (Markup, safe marked) slices itself, so the slice stays safe."""
     kind = type(obj)
     result = marks.getitem(obj, key) if kind is str or kind is Input or kind is Mixed else obj[key]
-    if isinstance(result, (str, list, tuple)) and len(result) > _SMALL:
+    if isinstance(result, (str, list, tuple)) and len(result) > SMALL_COPY:
         charge(len(result) * COPY)
     return result
 
@@ -114,7 +114,7 @@ def binary(ev, op: str, left: Any, right: Any) -> Any:
         tl, tr = type(left), type(right)
         if ((tl is str or tl is Input or tl is Mixed and not is_safe(left))
                 and (tr is str or tr is Input or tr is Mixed and not is_safe(right))):
-            if len(left) + len(right) > _SMALL:
+            if len(left) + len(right) > SMALL_COPY:
                 ev.budget.limits.check_size(len(left) + len(right))
                 charge((len(left) + len(right)) * COPY)
             return left + right if tl is str and tr is str else marks.concat2(left, right)
@@ -144,7 +144,7 @@ def join_printed(ev: Any, values: list) -> str:
     pieces = [to_string(value) for value in values]
     size = sum(map(len, pieces))
     ev.budget.limits.check_size(size)
-    if size > _SMALL:
+    if size > SMALL_COPY:
         charge(size * COPY)
     if ev.autoescape:
         return markup_join(pieces)

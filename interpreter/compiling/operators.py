@@ -9,7 +9,7 @@ import operator
 from typing import Any
 
 from ..contexts import Context
-from ..expressions import COMPARE, binary, cheap_to_compare, join_printed
+from ..expressions import COMPARE, SMALL_COPY, binary, cheap_to_compare, join_printed
 from ..grammar import ast
 from ..markup import is_safe
 from ..marks import Input, Mixed, concat
@@ -25,6 +25,8 @@ def compile_binary(node: ast.Binary) -> Code:
     if node.op == "+" and type(node.left) is ast.Binary and node.left.op == "+":
         return compile_sum(node)
     left, right, op = compile_node(node.left), compile_node(node.right), node.op
+    if op == "+":
+        return _plus(node, left, right)
     arithmetic = _ARITHMETIC.get(op)
 
     def operate(ev: Any, scope: Any) -> Any:
@@ -40,6 +42,25 @@ def compile_binary(node: ast.Binary) -> Code:
         except Exception as e:
             ev.fail(e, node)
     return operate
+
+
+def _plus(node: ast.Binary, left: Code, right: Code) -> Code:
+    """`a + b`: two short plain strings or two plain numbers added at once; the rest (marked or
+    safe text, sequences, long text to meter, intercepted operators) as binary adds them."""
+    def plus(ev: Any, scope: Any) -> Any:
+        a = left(ev, scope)
+        b = right(ev, scope)
+        kind = type(a)
+        if kind is type(b) and not ev.binops and (
+                kind is str and len(a) + len(b) <= SMALL_COPY or kind is int or kind is float):
+            return a + b
+        try:
+            if ev.binops and "+" in ev.binops:  # the sandbox's interception (Jinja2's)
+                return ev.env.call_binop(Context(ev, scope), "+", a, b)
+            return binary(ev, "+", a, b)
+        except Exception as e:
+            ev.fail(e, node)
+    return plus
 
 
 # Operators on plain int and float (not bool, not numbers from input) that cannot grow a value
@@ -74,7 +95,10 @@ class Addends:
         self.size = sum(len(t) for t in constants if t is not None)
         self.codes = tuple(None if t is not None else compile_node(o)
                            for t, o in zip(constants, operands))
-        self.dynamic = tuple((i, code) for i, code in enumerate(self.codes) if code is not None)
+        # (index, code, variable, key): `m['role']` is read inline (variable and key), any
+        # other addend by its code
+        self.dynamic = tuple((i, code) + _plain_read(operands[i])
+                             for i, code in enumerate(self.codes) if code is not None)
         self.adders = tuple(adders)
 
 
@@ -106,8 +130,19 @@ def add_texts(ev: Any, sum_: Addends, scope: Any) -> tuple[list, int, Any]:
         return [], 0, _intercepted_sum(ev, sum_, scope)
     texts = sum_.texts[:]
     size = sum_.size
-    for i, code in sum_.dynamic:
-        value = code(ev, scope)
+    for i, code, variable, key in sum_.dynamic:
+        value = ABSENT
+        if variable is not None:  # `m['role']`: compile_getitem's read of a plain dict, inline
+            frame = scope
+            while frame is not None:
+                obj = frame.vars.get(variable, ABSENT)
+                if obj is not ABSENT:
+                    if type(obj) is dict:
+                        value = obj.get(key, ABSENT)
+                    break
+                frame = frame.parent
+        if value is ABSENT:
+            value = code(ev, scope)
         kind = type(value)
         if kind is str or kind is Input or kind is Mixed and not is_safe(value):
             texts[i] = value

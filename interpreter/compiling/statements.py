@@ -61,7 +61,14 @@ def compile_output(node: ast.Output) -> Code:
             return ev.handlers[ast.Output](ev, node, scope)
         value = code(ev, scope)
         try:
-            write(ev, value)
+            kind = type(value)  # write(ev, value), inline: the commonest statement
+            text = value if kind is str or kind is Input or kind is Mixed else to_string(value)
+            if text:
+                budget = ev.budget
+                budget.output -= len(text)
+                if budget.output < 0:
+                    budget.wrote(0)
+                ev.out.append(text)
         except Exception as e:
             ev.fail(e, node)
     return output
@@ -95,6 +102,8 @@ def compile_if(node: ast.If) -> Code:
     tests = tuple(compile_node(test) for test, _ in node.branches)
     bodies = tuple(body for _, body in node.branches) + (node.otherwise,)
     compiled: list = [None] * len(bodies)  # (codes, cost) of each body, when it first runs
+    if len(tests) == 1:
+        return _if_else(node, tests[0], bodies, compiled)
 
     def if_(ev: Any, scope: Any) -> None:
         i = 0
@@ -116,6 +125,27 @@ def compile_if(node: ast.If) -> Code:
         for code in codes:
             code(ev, scope)
     return if_
+
+
+def _if_else(node: ast.If, test: Code, bodies: tuple, compiled: list) -> Code:
+    """`{% if x %}...{% else %}...{% endif %}` (the else optional): compile_if's work without
+    the walk over branches, the form most conditions in chat templates take."""
+    def if_else(ev: Any, scope: Any) -> None:
+        value = test(ev, scope)
+        try:
+            taken = 0 if value else 1
+        except Exception as e:  # a strict undefined refuses to be tested
+            ev.fail(e, node)
+        entry = compiled[taken]
+        if entry is None:
+            entry = compiled[taken] = compile_statements(bodies[taken])
+        codes, cost = entry
+        ev.steps -= cost
+        if ev.steps <= 0:
+            ev.steps = ev.budget.refuel(ev.steps)
+        for code in codes:
+            code(ev, scope)
+    return if_else
 
 
 # ---------------------------------------------------------------------------- loops
