@@ -16,7 +16,6 @@ from typing import Any, Optional
 
 from . import metering
 from .errors import LimitExceeded
-from .runtime import Namespace
 
 
 @dataclass(frozen=True)
@@ -78,6 +77,7 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+metering.OUTSIDE_A_RENDER = DEFAULT_LIMITS
 
 # ---------------------------------------------------------------------------- the current render
 
@@ -206,7 +206,7 @@ class _Printed:
             if type(value) in _EXACT:
                 return 8
             self.subclassed = True
-            if type(value) is Namespace:  # prints its attributes
+            if type(value) in metering.ATTRIBUTE_HOLDERS:  # a namespace prints its attributes
                 return 13 + self.size(value.attrs)
             if isinstance(value, (set, frozenset)) or type(value) in _VIEWS:
                 return 6 + self.size(list(value))

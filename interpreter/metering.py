@@ -69,6 +69,10 @@ class Meter:
         self.clock_at = self.left - CLOCK
 
 
+# The limits a question asked outside a render is held to: the defaults, set by limits.py (which
+# builds on this module) when it makes them.
+OUTSIDE_A_RENDER: Any = None
+
 _meter: contextvars.ContextVar[Optional[Meter]] = contextvars.ContextVar("jinjamark_meter",
                                                                        default=None)
 
@@ -86,8 +90,7 @@ def meter() -> Meter:
     with the default limits for each question."""
     current = _meter.get()
     if current is None:
-        from .limits import DEFAULT_LIMITS
-        return Meter(DEFAULT_LIMITS)
+        return Meter(OUTSIDE_A_RENDER)
     return current
 
 
@@ -167,18 +170,21 @@ def _items(value: Any) -> Any:
         return value.values()
     if isinstance(value, (list, tuple, set, frozenset)):
         return value
-    return value.attrs.values()  # a Namespace (runtime.py), which prints its attributes
+    return value.attrs.values()  # a namespace, which prints its attributes
 
 
-_CONTAINERS: tuple = (list, tuple, dict, set, frozenset)  # and Namespace, once imported
+_CONTAINERS: tuple = (list, tuple, dict, set, frozenset)  # and the classes below
+ATTRIBUTE_HOLDERS: set[type] = set()
 
 
-def _with_namespaces() -> None:
-    """Namespaces print (and so are walked) as what they hold; runtime imports this module, so
-    the class joins the containers on the first walk."""
+def prints_its_attributes(cls: type) -> type:
+    """Class decorator: an object of `cls` prints (and so is walked, measured and metered) as
+    the values of its `attrs` dict, as a template's namespace does. The runtime's classes are
+    declared so where they are defined (runtime.py, which builds on this module)."""
     global _CONTAINERS
-    from .runtime import Namespace
-    _CONTAINERS = (*_CONTAINERS, Namespace)
+    ATTRIBUTE_HOLDERS.add(cls)
+    _CONTAINERS = (*_CONTAINERS, cls)
+    return cls
 
 
 def walked(*values: Any) -> float:
@@ -186,8 +192,6 @@ def walked(*values: Any) -> float:
     current = meter()
     most = current.left / ITEM + 1
     total = 0.0
-    if len(_CONTAINERS) == 5:
-        _with_namespaces()
     for value in values:
         if isinstance(value, str):
             total += len(value) * FIND

@@ -15,6 +15,7 @@ from .numbers import derived
 from .undefined import Undefined
 
 
+@metering.prints_its_attributes
 class Namespace:
     """`namespace(a=1)`: the one object `{% set ns.attr = ... %}` may change."""
 
