@@ -191,6 +191,19 @@ def _variable_read(node: Any, name: str, key: Any, plain: bool, read: Any) -> Co
     return variable_read
 
 
+def plain_read(node: Any) -> tuple[Any, Any]:
+    """(variable, key) when `node` reads a literal key of a variable (`m['role']`, `m.role`,
+    the attribute not a dict method's name), else (None, None)."""
+    kind = type(node)
+    if kind is ast.GetItem and type(node.obj) is ast.Name and type(node.key) is ast.Const \
+            and type(node.key.value) in (str, int):
+        return node.obj.name, node.key.value
+    if kind is ast.GetAttr and type(node.obj) is ast.Name and type(node.attr) is str \
+            and node.attr[:1] != "_" and node.attr not in DICT_ATTRIBUTES:
+        return node.obj.name, node.attr
+    return None, None
+
+
 @compiles(ast.Slice)
 def compile_slice(node: ast.Slice) -> Code:
     parts = tuple(None if n is None else compile_node(n) for n in (node.start, node.stop, node.step))

@@ -15,7 +15,7 @@ from ..markup import is_safe
 from ..marks import Input, Mixed, concat
 from ..metering import charge_compare
 from ..undefined import Undefined
-from .access import ABSENT, DICT_ATTRIBUTES, constant, located
+from .access import ABSENT, constant, located, plain_read
 from .calls import compile_test
 from .core import Code, compile_node, compiles
 
@@ -26,7 +26,7 @@ def compile_binary(node: ast.Binary) -> Code:
         return compile_sum(node)
     left, right, op = compile_node(node.left), compile_node(node.right), node.op
     if op == "+":
-        return _plus(node, left, right)
+        return _plus(node)
     arithmetic = _ARITHMETIC.get(op)
 
     def operate(ev: Any, scope: Any) -> Any:
@@ -44,12 +44,16 @@ def compile_binary(node: ast.Binary) -> Code:
     return operate
 
 
-def _plus(node: ast.Binary, left: Code, right: Code) -> Code:
+def _plus(node: ast.Binary) -> Code:
     """`a + b`: two short plain strings or two plain numbers added at once; the rest (marked or
-    safe text, sequences, long text to meter, intercepted operators) as binary adds them."""
+    safe text, sequences, long text to meter, intercepted operators) as binary adds them. A
+    literal operand costs no call."""
+    left_is_const, left = constant(node.left)
+    right_is_const, right = constant(node.right)
+
     def plus(ev: Any, scope: Any) -> Any:
-        a = left(ev, scope)
-        b = right(ev, scope)
+        a = left if left_is_const else left(ev, scope)
+        b = right if right_is_const else right(ev, scope)
         kind = type(a)
         if kind is type(b) and not ev.binops and (
                 kind is str and len(a) + len(b) <= SMALL_COPY or kind is int or kind is float):
@@ -97,7 +101,7 @@ class Addends:
                            for t, o in zip(constants, operands))
         # (index, code, variable, key): `m['role']` is read inline (variable and key), any
         # other addend by its code
-        self.dynamic = tuple((i, code) + _plain_read(operands[i])
+        self.dynamic = tuple((i, code) + plain_read(operands[i])
                              for i, code in enumerate(self.codes) if code is not None)
         self.adders = tuple(adders)
 
@@ -291,7 +295,7 @@ def _equals_constant(node: ast.Compare, first: Code) -> Code:
     value, fn = right.value, COMPARE[op]
     short = type(value) is not str or len(value) <= 2048
     equal = op == "=="
-    variable, key = _plain_read(node.first)
+    variable, key = plain_read(node.first)
 
     def equals(ev: Any, scope: Any) -> Any:
         if variable is not None:  # `message['role']`: the name and the dict read inline
@@ -315,19 +319,6 @@ def _equals_constant(node: ast.Compare, first: Code) -> Code:
         except Exception as e:
             ev.fail(e, node)
     return equals
-
-
-def _plain_read(node: Any) -> tuple[Any, Any]:
-    """(variable, key) when `node` reads a literal key of a variable (`m['role']`, `m.role`,
-    the attribute not a dict method's name), else (None, None)."""
-    kind = type(node)
-    if kind is ast.GetItem and type(node.obj) is ast.Name and type(node.key) is ast.Const \
-            and type(node.key.value) in (str, int):
-        return node.obj.name, node.key.value
-    if kind is ast.GetAttr and type(node.obj) is ast.Name and type(node.attr) is str \
-            and node.attr[:1] != "_" and node.attr not in DICT_ATTRIBUTES:
-        return node.obj.name, node.attr
-    return None, None
 
 
 def _compare_rest(ev: Any, node: ast.Compare, ops: tuple, left: Any, right: Any) -> Any:

@@ -16,6 +16,7 @@ from ..marks import Input, Mixed
 from ..runtime import LoopContext
 from ..scope import Scope
 from ..values import to_string
+from .access import ABSENT, plain_read
 from .core import Code, compile_body, compile_node, compile_statements, compiles
 from .operators import ALL_TEXT, Addends, add_texts
 
@@ -55,11 +56,23 @@ def compile_output(node: ast.Output) -> Code:
             and expr.left.op == "+":
         return _output_sum(node, expr)
     code = compile_node(expr)
+    variable, key = plain_read(expr)
 
     def output(ev: Any, scope: Any) -> None:
         if not ev.fast:
             return ev.handlers[ast.Output](ev, node, scope)
-        value = code(ev, scope)
+        value = ABSENT
+        if variable is not None:  # `{{ m['content'] }}`: compile_getitem's read, inline
+            frame = scope
+            while frame is not None:
+                obj = frame.vars.get(variable, ABSENT)
+                if obj is not ABSENT:
+                    if type(obj) is dict:
+                        value = obj.get(key, ABSENT)
+                    break
+                frame = frame.parent
+        if value is ABSENT:
+            value = code(ev, scope)
         try:
             kind = type(value)  # write(ev, value), inline: the commonest statement
             text = value if kind is str or kind is Input or kind is Mixed else to_string(value)
@@ -158,6 +171,8 @@ def compile_for(node: ast.For) -> Code:
     iterable_code = compile_node(node.iter)
     otherwise: list = []  # the `else` body's closure, compiled when it first runs
     wants_loop, reuse = _reads_loop(node), _frame_stays_inside(node.body)
+    # One frame, one dict, for all iterations: nothing keeps the frame and nothing writes it
+    fixed = reuse and type(node.target) is ast.NameTarget and not _writes_frame(node.body)
     statements: list = []  # [codes, cost + 1], compiled at the first run
 
     def for_(ev: Any, scope: Any) -> None:
@@ -175,9 +190,14 @@ def compile_for(node: ast.For) -> Code:
             codes, cost = compile_statements(node.body)
             statements[:] = codes, cost + 1  # an iteration is a step even when its body is empty
         codes, cost = statements
+        items = loop if wants_loop else iterator
         try:
-            completed = _iterate(ev, scope, loop if wants_loop else iterator, loop, codes, cost,
-                                 node.target, reuse, LoopSignal, assign)
+            if fixed:
+                completed = _iterate_fixed(ev, scope, items, loop, codes, cost, node.target.name,
+                                           LoopSignal)
+            else:
+                completed = _iterate(ev, scope, items, loop, codes, cost, node.target, reuse,
+                                     LoopSignal, assign)
         except LoopSignal:
             raise
         except Exception as e:
@@ -229,6 +249,32 @@ def _iterate(ev: Any, scope: Any, items: Any, loop: Any, codes: tuple, cost: int
     return completed
 
 
+def _iterate_fixed(ev: Any, scope: Any, items: Any, loop: Any, codes: tuple, cost: int,
+                   name: str, LoopSignal: type) -> bool:
+    """_iterate for a body that neither keeps nor writes its frame: the item is set in the
+    same frame's dict each time."""
+    budget = ev.budget
+    variables = {name: None} if loop is None else {name: None, "loop": loop}
+    inner = Scope(scope, variables)
+    completed = False
+    for item in items:
+        budget.iterations -= 1
+        if budget.iterations < 0:
+            budget.iterate(0)  # raises LimitExceeded
+        ev.steps -= cost
+        if ev.steps <= 0:
+            ev.steps = budget.refuel(ev.steps)
+        variables[name] = item
+        try:
+            for code in codes:
+                code(ev, inner)
+            completed = True
+        except LoopSignal as signal:
+            if signal.stop:
+                break
+    return completed
+
+
 def _by_loop_handler(node: ast.For) -> Code:
     from ..evaluator import exec_for
 
@@ -259,6 +305,20 @@ def _frame_stays_inside(body: tuple) -> bool:
         if kind is ast.For and inner.recursive:
             return False
     return True
+
+
+# Statements that set names in the frame they run in (a loop's, a macro's, a with's own frame
+# is its own; `ns.x = ...` changes the namespace, not the frame).
+_WRITES_FRAME = frozenset({ast.Assign, ast.AssignBlock, ast.Macro, ast.Import, ast.FromImport})
+
+
+def _writes_frame(body: tuple) -> bool:
+    for inner in ast.walk(body):
+        kind = type(inner)
+        if kind in _WRITES_FRAME and not (kind is ast.Assign
+                                          and type(inner.target) is ast.NamespaceTarget):
+            return True
+    return False
 
 
 def _reads_loop(node: ast.For) -> bool:
