@@ -47,12 +47,14 @@ def set_autoescape(ev: Any, on: bool) -> None:
     """Turn autoescaping on or off for what `ev` evaluates from now on."""
     if bool(on) == ev.autoescape:
         return
-    from .composition import guarded  # composition imports the evaluator, which imports this
     ev.autoescape = bool(on)
     ev.eval_ctx = RenderContext(ev.env, True) if on else None
     output = exec_output_escaped if on and ev.env.finalize is None else ev.env.handlers[ast.Output]
     handlers = dict(ev.handlers)  # assigned whole: the evaluator reads its fast flag from it
-    handlers[ast.Output] = guarded(output) if ev.parent is not None else output
+    # A child template that has extended runs its outputs behind composition's guard (it no
+    # longer prints them): the guard the current handler wears goes onto the new one.
+    guard = getattr(handlers[ast.Output], "guard", None)
+    handlers[ast.Output] = guard(output) if guard is not None else output
     ev.handlers = handlers
 
 

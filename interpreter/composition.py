@@ -209,10 +209,13 @@ def exec_extends(ev: Any, node: ast.Extends, scope: Scope) -> None:
 
 
 def guarded(handler: Any) -> Any:
-    """`handler`, skipping the text and outputs a child does not print once it has extended."""
+    """`handler`, skipping the text and outputs a child does not print once it has extended.
+    The wrapper carries `guard` (this function), so that whoever replaces the handler later
+    (`autoescape.set_autoescape`) puts the same guard on its replacement."""
     def run_unless_guarded(ev: Any, node: Any, scope: Scope) -> None:
         if id(node) not in ev.memo[GUARDED]:
             handler(ev, node, scope)
+    run_unless_guarded.guard = guarded  # type: ignore[attr-defined]
     return run_unless_guarded
 
 
