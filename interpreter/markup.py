@@ -14,6 +14,7 @@ from typing import Any
 
 from . import marks
 from .marks import Marked
+from .printing import to_string
 
 _ESCAPES = {"&": "&amp;", ">": "&gt;", "<": "&lt;", "'": "&#39;", '"': "&#34;"}
 _SPECIAL = re.compile("[&<>'\"]")
@@ -150,7 +151,6 @@ def _text_of(value: Any) -> str:
         if not check_printable(value):  # refused past the output limit; False: no marks inside
             return str(value)
     if marks.has_input(value):
-        from .values import to_string  # values imports methods, which imports this module
         return to_string(value)
     return str(value)
 
