@@ -8,14 +8,15 @@ result is input if anything was (fail safe).
 
 `str.format` fields reach into values the way templates do (`{0.name}`, `{0[key]}` through
 `values.get_attribute` / `get_item`), never through Python attributes: `{0.__class__}` is a
-`SecurityError`, as in Jinja2's sandbox.
+`SecurityError`, as in Jinja2's sandbox. Safe text formats with markup.py's escaping formatter,
+built on this one.
 """
 from __future__ import annotations
 
 import re
 import string
 from _string import formatter_field_name_split  # type: ignore[import-not-found]
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from .limits import check_percent, check_size, check_spec, printed_size
 from . import marks, metering
@@ -78,27 +79,40 @@ def _rebuild_percent(fmt: str, params: Any) -> str:
 
 # ---------------------------------------------------------------------------- str.format
 
+# How a field's `.name` and `[key]` are read: by the template's own attribute and item rules
+# (`values.get_attribute` / `get_item`). They sit above this module (they find `str.format`
+# in the method tables, which format with this module), so values.py hands them down when it
+# loads, through `read_fields_with`.
+_read_attribute: Optional[Callable[..., Any]] = None
+_read_item: Optional[Callable[..., Any]] = None
+
+
+def read_fields_with(attribute: Callable[..., Any], item: Callable[..., Any]) -> None:
+    """Set how `{0.name}` and `{0[key]}` read a field: `attribute(obj, name, undefined)` and
+    `item(obj, key, undefined)`."""
+    global _read_attribute, _read_item
+    _read_attribute, _read_item = attribute, item
+
+
 class SandboxedFormatter(string.Formatter):
     """`str.format` whose fields follow template attribute and item rules."""
 
-    def __init__(self, undefined: type = Undefined, escaping: bool = False) -> None:
+    def __init__(self, undefined: type = Undefined) -> None:
         super().__init__()
         self.undefined = undefined
-        self.escaping = escaping
         self.built = 0  # characters of the fields formatted so far
 
     def get_field(self, field_name: str, args: Any, kwargs: Any) -> tuple:
-        from .values import get_attribute, get_item  # values imports methods, which imports us
         first, rest = formatter_field_name_split(field_name)
         obj = self.get_value(first, args, kwargs)
         for is_attribute, key in rest:
             if not is_attribute:
-                obj = get_item(obj, key, self.undefined)
+                obj = _read_item(obj, key, self.undefined)
             elif key.startswith("_"):
                 owner = "str" if marks.is_marked(obj) else type(obj).__name__
                 raise SecurityError(f"access to attribute {key!r} of {owner!r} object is unsafe.")
             else:
-                obj = get_attribute(obj, key, self.undefined)
+                obj = _read_attribute(obj, key, self.undefined)
         return obj, first
 
     def format_field(self, value: Any, format_spec: str) -> str:
@@ -108,20 +122,11 @@ class SandboxedFormatter(string.Formatter):
         self.built += field
         check_size(self.built)
         metering.charge(field * metering.COPY)
-        if not self.escaping:
-            return super().format_field(value, format_spec)
-        from .markup import escape
-        if hasattr(value, "__html_format__"):
-            text = value.__html_format__(format_spec)
-        elif hasattr(value, "__html__"):
-            if format_spec:
-                raise ValueError(f"Format specifier {format_spec} given, but {type(value)} does "
-                                 "not define __html_format__. A class that defines __html__ must "
-                                 "define __html_format__ to work with format specifiers.")
-            text = value.__html__()
-        else:
-            text = super().format_field(value, str(format_spec))
-        return str.__str__(escape(text))
+        return self.format_value(value, format_spec)
+
+    def format_value(self, value: Any, format_spec: str) -> str:
+        """One field's text, once its size is allowed (markup's formatter escapes it)."""
+        return super().format_field(value, format_spec)
 
     def rebuild(self, fmt: str, args: Any, kwargs: Any) -> Optional[str]:
         """The formatted text with marks, or None where fields are nested in specs."""
@@ -146,10 +151,10 @@ class SandboxedFormatter(string.Formatter):
         return marks.concat(pieces)
 
 
-def format_string(fmt: str, args: Any, kwargs: Any, escaping: bool = False,
-                  undefined: type = Undefined) -> str:
+def format_string(fmt: str, args: Any, kwargs: Any, undefined: type = Undefined,
+                  formatter_class: type = SandboxedFormatter) -> str:
     """`fmt.format(*args, **kwargs)` (or `format_map(kwargs)`), sandboxed, with marks."""
-    formatter = SandboxedFormatter(undefined, escaping)
+    formatter = formatter_class(undefined)
     metering.charge(len(fmt) * metering.CALL / 4)  # parsed in Python steps, a field per 4 chars
     text = formatter.vformat(marks.plain(fmt), args, kwargs)
     check_size(len(text))

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from . import marks
+from .formatting import SandboxedFormatter, format_string
 from .marks import Marked
 from .printing import to_string
 
@@ -90,12 +91,10 @@ class SafeMixed(marks.Mixed):
         return _wrap(marks.Mixed.rjust(self, width, escape(fillchar)))
 
     def format(self, *args: Any, **kwargs: Any):
-        from .formatting import format_string
-        return _wrap(format_string(self, args, kwargs, escaping=True))
+        return format_markup(self, args, kwargs)
 
     def format_map(self, mapping: Any):
-        from .formatting import format_string
-        return _wrap(format_string(self, (), mapping, escaping=True))
+        return format_markup(self, (), mapping)
 
     # No character map through entities and tags: the result is input as a whole (fail safe).
     def unescape(self) -> str:
@@ -107,6 +106,28 @@ class SafeMixed(marks.Mixed):
     @classmethod
     def escape(cls, value: Any) -> str:
         return escape(value)
+
+
+class EscapingFormatter(SandboxedFormatter):
+    """`str.format` of safe text: each field escaped unless it is safe itself."""
+
+    def format_value(self, value: Any, format_spec: str) -> str:
+        if hasattr(value, "__html_format__"):
+            text = value.__html_format__(format_spec)
+        elif hasattr(value, "__html__"):
+            if format_spec:
+                raise ValueError(f"Format specifier {format_spec} given, but {type(value)} does "
+                                 "not define __html_format__. A class that defines __html__ must "
+                                 "define __html_format__ to work with format specifiers.")
+            text = value.__html__()
+        else:
+            text = super().format_value(value, str(format_spec))
+        return str.__str__(escape(text))
+
+
+def format_markup(fmt: str, args: Any, kwargs: Any) -> str:
+    """`fmt.format(*args, **kwargs)` for safe `fmt` (or `format_map(kwargs)`): safe text."""
+    return _wrap(format_string(fmt, args, kwargs, formatter_class=EscapingFormatter))
 
 
 def _keep_safe(name: str, each: bool = False):
@@ -287,12 +308,10 @@ class Markup(str):
         return _wrap(marks.taint(str.rjust(self, width, escape(fillchar)), fillchar))
 
     def format(self, *args: Any, **kwargs: Any):
-        from .formatting import format_string
-        return _wrap(format_string(self, args, kwargs, escaping=True))
+        return format_markup(self, args, kwargs)
 
     def format_map(self, mapping: Any):
-        from .formatting import format_string
-        return _wrap(format_string(self, (), mapping, escaping=True))
+        return format_markup(self, (), mapping)
 
     def unescape(self) -> str:
         """The text with HTML entities turned back into characters."""

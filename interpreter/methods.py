@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 from .limits import check_size, check_width
 from . import marks, metering
 from .formatting import format_string
-from .markup import Markup, SafeMixed, _wrap
+from .markup import Markup, SafeMixed, format_markup
 
 # ---------------------------------------------------------------------------- strings
 
@@ -38,9 +38,9 @@ def _check_arguments(name: str, args: tuple, kwargs: dict) -> None:
 
 
 def _str_format(receiver: str, *args: Any, **kwargs: Any) -> str:
-    escaping = hasattr(receiver, "__html__")  # Markup, or safe marked text
-    text = format_string(receiver, args, kwargs, escaping=escaping)
-    return _wrap(text) if escaping else text
+    if hasattr(receiver, "__html__"):  # Markup, or safe marked text
+        return format_markup(receiver, args, kwargs)
+    return format_string(receiver, args, kwargs)
 
 
 def _str_format_map(receiver: str, *args: Any, **kwargs: Any) -> str:
@@ -48,9 +48,9 @@ def _str_format_map(receiver: str, *args: Any, **kwargs: Any) -> str:
         raise TypeError("format_map() takes no keyword arguments")
     if len(args) != 1:
         raise TypeError(f"format_map() takes exactly one argument ({len(args)} given)")
-    escaping = hasattr(receiver, "__html__")
-    text = format_string(receiver, (), args[0], escaping=escaping)
-    return _wrap(text) if escaping else text
+    if hasattr(receiver, "__html__"):
+        return format_markup(receiver, (), args[0])
+    return format_string(receiver, (), args[0])
 
 
 def _str_join(receiver: str, iterable: Any, /) -> str:

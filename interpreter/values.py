@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import marks
+from . import formatting, marks
 from .sandbox import REFUSED, host_attribute, is_host_object
 from .marks import Input, Marked, Mixed
 from .methods import DICT_METHODS, MUTATING_METHODS, STR_METHODS, lookup_method, is_unsafe_method
@@ -245,3 +245,6 @@ def mark_input(data: Any, _depth: int = 0) -> Any:
     # anything else is materialised as what templates see (a generator as a list, a mapping as a
     # dict), its items marked, or refused with an InputTypeError: nothing passes through unknown
     return mark_other(data, _depth, mark_input)
+
+
+formatting.read_fields_with(get_attribute, get_item)  # `{0.name}` in str.format reads as templates do
