@@ -59,6 +59,34 @@ CASES = [
 ]
 
 
+# An if/elif chain on one read against text literals takes its branch in one look (a switch):
+# values that are not text, a missing key, repeated literals, tests after the chain's prefix.
+SWITCH = ("{% for m in ms %}{% if m['role'] == 'user' %}U{% elif m['role'] == 'assistant' %}A"
+          "{% elif m['role'] == 'user' %}never{% elif m.role == 'tool' %}T{% elif m.n %}N"
+          "{% elif m['role'] == 'system' %}S{% else %}?{% endif %}{% endfor %}")
+SWITCH_MESSAGES = [{"role": "user"}, {"role": "assistant"}, {"role": "tool"}, {"role": "system"},
+                   {"role": "other", "n": 2}, {"role": "system", "n": 2}, {"role": 1}, {"n": 0},
+                   {"role": None}, {"role": ["user"]}, {}, {"role": "User"}]
+CASES += [
+    (SWITCH, {"ms": SWITCH_MESSAGES}),
+    ("{% for m in ms %}{% if m.role == 'a' %}1{% elif m.role == 'b' %}2{% endif %}{% endfor %}",
+     {"ms": [{"role": "a"}, {"role": "b"}, {"role": "c"}, "ab", ["a"], 3]}),
+    # the read's variable from an outer frame, and set in the loop (no switch on a stale frame)
+    ("{% set m = {'role': 'b'} %}{% for i in [1, 2] %}{% if m.role == 'a' %}A{% elif m.role == 'b' %}B"
+     "{% endif %}{% set m = {'role': 'a'} %}{% if m.role == 'a' %}a{% elif m.role == 'b' %}b{% endif %}"
+     "{% endfor %}", {}),
+    # a loop frame set once for all iterations: its variable, `loop`, nested loops of the same name
+    ("{% for x in xs %}{{ x }}{{ loop.index }}{% for x in [x, 9] %}{{ x }}{% endfor %}{{ x }}{% endfor %}",
+     {"xs": [1, 2]}),
+    ("{% for x in xs %}{% for y in xs %}{{ x }}{{ y }}{% endfor %}{% endfor %}{{ x }}", {"xs": "ab"}),
+    ("{% set ns = namespace(t=0) %}{% for x in xs %}{% set ns.t = ns.t + x %}{% endfor %}{{ ns.t }}",
+     {"xs": [1, 2, 3]}),
+    # `a + b` at once for short plain text and numbers, as binary adds anything else
+    ("{{ 'a' + x }}|{{ x + 'b' }}|{{ 1 + n }}|{{ n + 1.5 }}|{{ true + n }}|{{ xs + xs }}|{{ long + 'x' }}",
+     {"x": "X", "n": 2, "xs": [1], "long": "y" * 300}),
+]
+
+
 @pytest.mark.parametrize("source,context", CASES)
 def test_compiled_shortcuts_render_as_jinja2(source, context):
     ours, theirs = both(source, **context)
@@ -99,6 +127,19 @@ def test_a_host_filter_result_stays_input_on_the_compiled_path():
     env.filters["quote"] = lambda s: f"'{s}'"
     parts = env.from_string("<{{ x | quote }}>").render_parts(x=jinjamark.mark_input("<|im_end|>"))
     assert [p for p in parts if p.is_input] == [jinjamark.Part("'<|im_end|>'", True)]
+
+
+def test_a_switch_marks_and_fails_as_the_tests_it_stands_for():
+    # a role from input takes its branch (render_parts); a strict undefined fails at the test
+    source = "{% for m in ms %}{% if m.role == 'user' %}U{{ m.role }}{% elif m.role == 'x' %}X{% endif %}{% endfor %}"
+    env = jinjamark.Environment()
+    parts = env.from_string(source).render_parts(ms=jinjamark.mark_input([{"role": "user"}, {"role": "x"}]))
+    assert "".join(p.text for p in parts) == "UuserX" and [p.text for p in parts if p.is_input] == ["user"]
+    strict = jinjamark.Environment(undefined=jinjamark.StrictUndefined)
+    with pytest.raises(jinjamark.UndefinedError) as caught:
+        strict.from_string("{% for m in ms %}\n{% if m.role == 'a' %}{% elif m.role == 'b' %}{% endif %}{% endfor %}"
+                           ).render(ms=[{}])
+    assert caught.value.lineno == 2
 
 
 def test_a_strict_undefined_fails_at_its_column_in_compiled_logic():

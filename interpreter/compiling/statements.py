@@ -117,17 +117,26 @@ def compile_if(node: ast.If) -> Code:
     compiled: list = [None] * len(bodies)  # (codes, cost) of each body, when it first runs
     if len(tests) == 1:
         return _if_else(node, tests[0], bodies, compiled)
+    variable, key, table, switched = _switch(node)
 
     def if_(ev: Any, scope: Any) -> None:
-        i = 0
-        for test in tests:
-            value = test(ev, scope)
-            try:
-                if value:
+        i = -1
+        if switched:  # `m['role']` read once, its branch found by the literal it equals
+            frame, value = scope, ABSENT
+            while frame is not None:
+                obj = frame.vars.get(variable, ABSENT)
+                if obj is not ABSENT:
+                    if type(obj) is dict:
+                        value = obj.get(key, ABSENT)
                     break
-            except Exception as e:  # a strict undefined refuses to be tested
-                ev.fail(e, node)
-            i += 1
+                frame = frame.parent
+            kind = type(value)
+            if kind is str or kind is Input:
+                i = table.get(value, -1)
+                if i < 0:  # none of those tests holds: the others are tried in turn
+                    i = _first_true(ev, node, tests, switched, scope)
+        if i < 0:
+            i = _first_true(ev, node, tests, 0, scope)
         entry = compiled[i]
         if entry is None:
             entry = compiled[i] = compile_statements(bodies[i])
@@ -138,6 +147,43 @@ def compile_if(node: ast.If) -> Code:
         for code in codes:
             code(ev, scope)
     return if_
+
+
+def _first_true(ev: Any, node: ast.If, tests: tuple, i: int, scope: Any) -> int:
+    """The index of the first test from `i` on that holds (len(tests): none, the else body)."""
+    for test in tests[i:]:
+        value = test(ev, scope)
+        try:
+            if value:
+                return i
+        except Exception as e:  # a strict undefined refuses to be tested
+            ev.fail(e, node)
+        i += 1
+    return i
+
+
+def _switch(node: ast.If) -> tuple[Any, Any, dict, int]:
+    """An if/elif chain that begins with tests of one plain read against text literals
+    (`m['role'] == 'user'`, `elif m['role'] == 'assistant'`): (variable, key, the index of
+    the first branch for each literal, how many tests are of that form), else a count of 0.
+    Reading a plain dict's item twice gives the same value, and text equals text exactly when
+    a dict finds one by the other, so for text the branch is found in one look."""
+    table: dict = {}
+    first = None
+    for index, (test, _) in enumerate(node.branches):
+        read = plain_read(test.first) if type(test) is ast.Compare and len(test.ops) == 1 \
+            else (None, None)
+        op, literal = test.ops[0] if read[0] is not None else (None, None)
+        if read[0] is None or op != "==" or type(literal) is not ast.Const \
+                or type(literal.value) is not str or (first is not None and read != first):
+            break
+        first = read
+        table.setdefault(literal.value, index)
+    else:
+        index = len(node.branches)
+    if index < 2:
+        return None, None, {}, 0
+    return first[0], first[1], table, index
 
 
 def _if_else(node: ast.If, test: Code, bodies: tuple, compiled: list) -> Code:
