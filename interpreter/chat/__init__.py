@@ -7,6 +7,9 @@ from .profile import (PROFILE_EXTENSIONS, chat_environment, raise_exception, sha
                       strftime_now, tojson)
 from .template import ChatTemplate
 from .loading import select_template  # noqa: F401  (transformers' get_chat_template)
+from .capabilities import probe_with
+
+probe_with(ChatTemplate)  # the analysis renders its probes as ChatTemplates (capabilities.py)
 
 __all__ = ["ChatTemplate", "chat_environment", "PROFILE_EXTENSIONS", "raise_exception", "shared_environment",
            "strftime_now", "tojson"]

@@ -16,9 +16,20 @@ from typing import Any, Callable, Iterable, Literal, Optional
 
 from ..limits import Limits
 from .profile import chat_environment
-from .template import ChatTemplate
 
 __all__ = ["Capabilities", "probe_capabilities", "REASONING_FIELDS"]
+
+# The class the probes render with: `ChatTemplate`. It sits above this module (the polyfills it
+# applies analyse templates, and the analysis probes them), so the chat package hands it down
+# when it loads (chat/__init__.py), through `probe_with`.
+_renderer: Any = None
+
+
+def probe_with(chat_template_class: type) -> None:
+    """Set the class the probes render a template with (`cls(source, special_tokens=...,
+    environment=...)`, then `.render(messages, **kwargs)`)."""
+    global _renderer
+    _renderer = chat_template_class
 
 REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
 Arguments = Literal["object", "string", "either"]
@@ -91,7 +102,7 @@ class _Prober:
     """Renders probe variants; remembers which probes raised in every variant."""
 
     def __init__(self, source: str, special_tokens: dict) -> None:
-        self.template = ChatTemplate(source, special_tokens=special_tokens,
+        self.template = _renderer(source, special_tokens=special_tokens,
                                      environment=_probing_environment())
         self.failed: list[str] = []
         self.typed = False  # the template needs typed content: probe messages carry it so
