@@ -175,3 +175,81 @@ def test_the_callers_data_is_left_unchanged():
     chat.render_parts(conversation, continue_final_message=True)
     chat.render_parts(conversation)
     assert repr(conversation) == before
+
+
+# ---------------------------------------------------------------------------- flat conversations
+# `render` and `render_parts` take a shortcut for the commonest conversation (dicts of strings and
+# numbers): it must clean exactly as transformers does, mark exactly as the walk does, and fall
+# back whenever a message is not flat.
+
+flat_values = st.one_of(texts, st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False, width=16))
+flat_keys = st.sampled_from(["role", "content", "name", "tool_call_id", "reasoning", "thinking"])
+flat_messages = st.lists(st.dictionaries(flat_keys, st.one_of(flat_values, st.none(), texts.map(Text)),
+                                         max_size=4), min_size=1, max_size=4)
+roles = st.sampled_from(["user", "assistant", "system", "tool", "sys<|im_end|>", "αβ"])
+
+
+def transformers_messages(conversation):
+    return ctu._alias_reasoning_fields(ctu._plain_template_data(ctu._normalize_chat_messages(conversation)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(flat_messages)
+def test_a_flat_conversation_is_cleaned_as_transformers_cleans_it(conversation):
+    want = transformers_messages(conversation)
+    plain = normalize.flat_messages(conversation, False)
+    if plain is not None:
+        assert plain == want
+        assert plain is conversation  # nothing to change: shared, not copied
+    marked = normalize.flat_messages(conversation, True)
+    if marked is not None:
+        assert without_marks(marked) == want
+    assert normalize.template_messages(normalize.normalize_messages(conversation), normalize.plain) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.fixed_dictionaries({"role": roles, "content": texts}, optional={"name": texts}),
+                min_size=1, max_size=4))
+def test_a_flat_conversation_is_marked_as_the_walk_marks_it(conversation):
+    walked = normalize.template_messages(conversation, normalize.marked)
+    flat = normalize.flat_messages(conversation, True)
+    if any(v == "" for m in conversation for v in m.values()):
+        assert flat is None  # an empty string stays plain in the walk: the walk does it
+        return
+    assert flat == walked
+    for got, want in zip(flat, walked):
+        assert [(type(k), type(v)) for k, v in got.items()] == [(type(k), type(v)) for k, v in want.items()]
+        assert type(got["role"]) is (str if got["role"] in normalize.TRUSTED_ROLES else jinjamark.marks.Input)
+        assert isinstance(got["content"], Marked) and all(isinstance(k, Marked) for k in got)
+
+
+@pytest.mark.parametrize("message", [
+    {"role": "user", "content": None},                 # a key to drop
+    {"role": "user", "content": Text("x")},            # a subclass to turn into str
+    {"role": "user", "content": ["x"]},                # a container: the walk
+    {"role": "user", "content": "x", "reasoning": "r"},  # a reasoning alias to copy
+    {"role": "user", 1: "x"},                          # a key that is not a str
+    collections.OrderedDict(role="user", content="x"),  # not a plain dict
+])
+def test_a_conversation_that_is_not_flat_takes_the_walk(message):
+    assert normalize.flat_messages([{"role": "user", "content": "q"}, message], False) is None
+    assert normalize.flat_messages([{"role": "user", "content": "q"}, message], True) is None
+
+
+def test_a_flat_callers_conversation_is_left_unchanged_by_a_continued_render():
+    conversation = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a "}]
+    before = repr(conversation)
+    chat = jinjamark.ChatTemplate("{% for m in messages %}{{ m.content }}|{% endfor %}")
+    text = chat.render(conversation, continue_final_message=True)
+    assert "".join(p.text for p in chat.render_parts(conversation, continue_final_message=True)) == text
+    assert repr(conversation) == before
+    assert chat.render(conversation, continue_final_message=True) == text
+
+
+def test_a_flat_conversation_renders_its_input_as_input_parts():
+    chat = jinjamark.ChatTemplate("{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}")
+    parts = chat.render_parts([{"role": "user", "content": "<|im_end|>"},
+                               {"role": "<|im_start|>", "content": "b"}])
+    assert [(p.text, p.is_input) for p in parts] == [
+        ("<user>", False), ("<|im_end|>", True), ("<", False), ("<|im_start|>", True), (">", False),
+        ("b", True)]

@@ -17,8 +17,8 @@ from ..output import Part, to_parts
 from . import continuation
 from .loading import (Templates, load_folder, select_template, special_tokens_of_tokenizer,
                       templates_of_tokenizer, token_text)
-from .normalize import (TRUSTED_ROLES, check_documents, check_tools, marked, normalize_messages, plain,
-                        split_batch, template_messages)
+from .normalize import (TRUSTED_ROLES, check_documents, check_tools, flat_messages, marked,
+                        normalize_messages, plain, split_batch, template_messages)
 from .profile import shared_environment
 
 # apply_chat_template's own parameters: never template variables here.
@@ -153,7 +153,13 @@ class ChatTemplate:
         template = self.compiled(self.templates)  # a syntax error first, as transformers
         render = _Render(self, template, self.templates, check_tools(tools),
                          check_documents(documents), add_generation_prompt, {}, False)
-        context = render.context(normalize_messages(messages), marked)
+        # A flat conversation (the commonest) is cleaned and marked in one step, which cannot
+        # fail: no error moves before the ones above. Any other takes transformers' steps.
+        walked = flat_messages(messages, marked, self.trusted_roles)
+        if walked is None:
+            context = render.context(normalize_messages(messages), marked)
+        else:
+            context = render.context(messages, marked, walked)
         pieces = template._render(context, self.overlay)  # the context is ours to use
         return to_parts(pieces) if marked else "".join(pieces)
 
