@@ -327,22 +327,39 @@ def sub(s: str, start: int, stop: int) -> str:
 
 
 def concat(pieces: Iterable[str]) -> str:
-    """Join strings, keeping each piece's marks (adjacent input spans merge)."""
-    texts: list[str] = []
+    """Join strings, keeping each piece's marks (adjacent input spans merge).
+
+    Runs for every captured body (macros, `{% set %}` blocks) and every marked filter result:
+    the text is joined in C, and the Python loop runs only when some piece is marked."""
+    if type(pieces) is not list and type(pieces) is not tuple:
+        pieces = list(pieces)
+    text = "".join(pieces)
+    if _PLAIN_STR.issuperset(map(type, pieces)):
+        return text
     spans: list[tuple[int, int]] = []
     offset = 0
     for p in pieces:
-        if isinstance(p, Marked) and p:  # an empty piece has no characters to mark
+        kind = type(p)
+        n = len(p)
+        if kind is str or not n:
+            pass
+        elif kind is Input:
+            if spans and offset <= spans[-1][1]:
+                spans[-1] = (spans[-1][0], offset + n)
+            else:
+                spans.append((offset, offset + n))
+        elif isinstance(p, Marked):
             for a, b in p.spans:
                 a += offset
                 if spans and a <= spans[-1][1]:
                     spans[-1] = (spans[-1][0], b + offset)
                 else:
                     spans.append((a, b + offset))
-        texts.append(p)
-        offset += len(p)
-    text = "".join(texts)
+        offset += n
     return make(text, tuple(spans)) if spans else text
+
+
+_PLAIN_STR = frozenset((str,))
 
 
 def concat2(a: str, b: str) -> str:
@@ -351,18 +368,34 @@ def concat2(a: str, b: str) -> str:
     if not (ta or tb):
         return str.__add__(a, b)
     text = str.__add__(a, b)
-    if type(a) is Input and type(b) is Input:
-        return Input(text)
     n = len(a)
+    if type(a) is Input:
+        if type(b) is Input:
+            return Input(text)
+        if not tb:  # `message.content + '<|im_end|>'`
+            if n and b:
+                return _input_then_plain(text, n)
+            return Input(text) if n else text
     if not ta:
+        if type(b) is Input:  # `'<|im_start|>' + message.content`
+            return make(text, ((n, len(text)),)) if b else text
         return make(text, tuple((x + n, y + n) for x, y in b.spans))
     if not tb:
         return make(text, a.spans)
     first, second = a.spans, b.spans
+    if not first or not second:  # an empty Input
+        return make(text, first or tuple((x + n, y + n) for x, y in second))
     if first[-1][1] == n and second[0][0] == 0:  # the two input runs touch: one span
         joined = first[:-1] + ((first[-1][0], second[0][1] + n),)
         return make(text, joined + tuple((x + n, y + n) for x, y in second[1:]))
     return make(text, first + tuple((x + n, y + n) for x, y in second))
+
+
+def _input_then_plain(text: str, n: int) -> str:
+    """`text` whose first `n` characters (0 < n < len(text)) are input, the rest template."""
+    m = Mixed(text)
+    m.spans = ((0, n),)
+    return m
 
 
 def join(separator: str, items: Iterable[str]) -> str:
