@@ -81,6 +81,16 @@ CASES += [
     ("{% for x in xs %}{% for y in xs %}{{ x }}{{ y }}{% endfor %}{% endfor %}{{ x }}", {"xs": "ab"}),
     ("{% set ns = namespace(t=0) %}{% for x in xs %}{% set ns.t = ns.t + x %}{% endfor %}{{ ns.t }}",
      {"xs": [1, 2, 3]}),
+    # paths of plain reads in one closure: by literal, by a variable's value, by attribute, and
+    # where they leave plain data (missing keys, out of range, unhashable keys, methods, strings)
+    ("{% for i in range(ms | length) %}{{ ms[i]['role'] }}{{ ms[i].content }}{{ ms[i].f.name }}"
+     "{{ ms[i]['f']['name'] }}{{ ms[i]['nope'] }}{{ ms[i].items is defined }}{{ ms[i - 1].role }}|{% endfor %}"
+     "{{ ms[9] }}{{ ms[-1]['role'] }}{{ ms[k] }}{{ d[ks] }}{{ d[k].x }}{{ s[0] }}"
+     "{{ ms[0].content.upper is defined }}{{ ms[true].role }}{{ d[n].x }}{{ ms[one].role }}",
+     {"ms": [{"role": "u", "content": "c", "f": {"name": "fn"}}, {"role": "a", "content": [1], "f": {}}],
+      "k": "role", "ks": [1], "d": {"role": {"x": 1}, 1: {"x": 2}}, "s": "str", "n": 1.0, "one": 1}),
+    ("{% for m in ms %}{% if ms[loop.index0]['role'] == 'u' %}U{% elif ms[loop.index0]['role'] == 'a' %}A"
+     "{% else %}-{% endif %}{% endfor %}", {"ms": [{"role": "u"}, {"role": "a"}, {"role": "x"}, {}]}),
     # `a + b` at once for short plain text and numbers, as binary adds anything else
     ("{{ 'a' + x }}|{{ x + 'b' }}|{{ 1 + n }}|{{ n + 1.5 }}|{{ true + n }}|{{ xs + xs }}|{{ long + 'x' }}",
      {"x": "X", "n": 2, "xs": [1], "long": "y" * 300}),

@@ -11,6 +11,7 @@ from typing import Any
 from ..expressions import is_constant, slice_value
 from ..grammar import ast
 from ..metering import charge_walk
+from ..marks import Input
 from ..numbers import InputInt
 from ..methods import DICT_METHODS, MUTATING_METHODS
 from ..runtime import LoopContext
@@ -94,8 +95,18 @@ def located(code: Code, node: Any) -> Code:
 
 # ---------------------------------------------------------------------------- access
 
-@compiles(ast.GetAttr)
-def compile_getattr(node: ast.GetAttr) -> Code:
+@compiles(ast.GetAttr, ast.GetItem)
+def compile_access(node: Any) -> Code:
+    """`a.b` and `a[b]`; a path of plain reads from a variable (`messages[i]['role']`,
+    `m.function.name`) walked in one closure while it meets plain dicts and lists."""
+    general = _compile_getattr(node) if type(node) is ast.GetAttr else _compile_getitem(node)
+    path = read_path(node)
+    if path is None or len(path[1]) == 1 and not path[1][0][1]:
+        return general  # `m['role']`: _variable_read reads it in one closure already
+    return path_code(path, general)
+
+
+def _compile_getattr(node: ast.GetAttr) -> Code:
     obj_code, attr = compile_node(node.obj), node.attr
     plain = type(attr) is str and attr[:1] != "_" and attr not in DICT_ATTRIBUTES
     if type(node.obj) is ast.Name:
@@ -114,8 +125,7 @@ def compile_getattr(node: ast.GetAttr) -> Code:
     return getattr_
 
 
-@compiles(ast.GetItem)
-def compile_getitem(node: ast.GetItem) -> Code:
+def _compile_getitem(node: ast.GetItem) -> Code:
     obj_code = compile_node(node.obj)
     if type(node.key) is ast.Slice and not is_constant(node.obj):
         key_code = compile_node(node.key)
@@ -202,6 +212,92 @@ def plain_read(node: Any) -> tuple[Any, Any]:
             and node.attr[:1] != "_" and node.attr not in DICT_ATTRIBUTES:
         return node.obj.name, node.attr
     return None, None
+
+
+def read_path(node: Any) -> Any:
+    """`(variable, ((key, key_is_a_name), ...))` when `node` reads a chain of literal keys,
+    variables' values as keys, or attributes that are not a dict method's name, from a
+    variable (`messages[i]['role']`); else None."""
+    steps = []
+    while True:
+        kind = type(node)
+        if kind is ast.GetItem:
+            key = node.key
+            if type(key) is ast.Const and type(key.value) in (str, int):
+                steps.append((key.value, False))
+            elif type(key) is ast.Name:
+                steps.append((key.name, True))
+            else:
+                return None
+        elif kind is ast.GetAttr:
+            attr = node.attr
+            if type(attr) is not str or attr[:1] == "_" or attr in DICT_ATTRIBUTES:
+                return None
+            steps.append((attr, False))
+        else:
+            break
+        node = node.obj
+    if type(node) is not ast.Name or not steps:
+        return None
+    return node.name, tuple(reversed(steps))
+
+
+_DICT_KEYS = frozenset((str, int, Input, InputInt))
+_INDICES = frozenset((int, InputInt))
+
+
+def path_code(path: tuple, general: Any) -> Code:
+    """The closure reading `path` (read_path's) through plain dicts and lists; anything else
+    on the way (a missing key, a host object, an undefined) is read by `general`, the node's
+    code, from the start: reads of plain data have no effect, so reading again is unseen. With
+    `general` None, ABSENT stands for "not plain data all the way"."""
+    variable, steps = path
+    if len(steps) == 1 and not steps[0][1]:
+        return _item_code(variable, steps[0][0], general)
+
+    def read_path(ev: Any, scope: Any) -> Any:
+        frame, obj = scope, _ABSENT
+        while frame is not None:
+            obj = frame.vars.get(variable, _ABSENT)
+            if obj is not _ABSENT:
+                break
+            frame = frame.parent
+        for key, by_name in steps:
+            if by_name:  # `messages[i]`: the key is the variable's value
+                name, frame, key = key, scope, _ABSENT
+                while frame is not None:
+                    key = frame.vars.get(name, _ABSENT)
+                    if key is not _ABSENT:
+                        break
+                    frame = frame.parent
+            kind = type(obj)
+            if kind is dict and type(key) in _DICT_KEYS:
+                obj = obj.get(key, _ABSENT)
+            elif kind is list and type(key) in _INDICES and -len(obj) <= key < len(obj):
+                obj = obj[key]
+            else:
+                obj = _ABSENT
+            if obj is _ABSENT:
+                return _ABSENT if general is None else general(ev, scope)
+        return obj
+    return read_path
+
+
+def _item_code(variable: str, key: Any, general: Any) -> Code:
+    """path_code for `m['role']`: one variable, one literal key."""
+    def read_item(ev: Any, scope: Any) -> Any:
+        frame = scope
+        while frame is not None:
+            obj = frame.vars.get(variable, _ABSENT)
+            if obj is not _ABSENT:
+                if type(obj) is dict:
+                    value = obj.get(key, _ABSENT)
+                    if value is not _ABSENT:
+                        return value
+                break
+            frame = frame.parent
+        return _ABSENT if general is None else general(ev, scope)
+    return read_item
 
 
 @compiles(ast.Slice)

@@ -14,6 +14,7 @@ from ..grammar import ast
 from ..markup import is_safe
 from ..marks import Input, Mixed, concat
 from ..metering import charge_compare
+from ..numbers import InputFloat, InputInt
 from ..undefined import Undefined
 from .access import ABSENT, constant, located, plain_read
 from .calls import compile_test
@@ -72,6 +73,9 @@ def _plus(node: ast.Binary) -> Code:
 _ARITHMETIC = {"+": operator.add, "-": operator.sub, "/": operator.truediv,
                "//": operator.floordiv, "%": operator.mod}
 _NUMBERS = frozenset((int, float))
+# Numbers compared at once: plain ones and those counted from input (`idx > 1` for an idx in
+# `range(messages|length)`; comparing gives a bool, which is not input).
+_ORDERED = frozenset((int, float, InputInt, InputFloat))
 
 
 def addends(expr: ast.Binary) -> tuple[list, list]:
@@ -253,11 +257,11 @@ def compile_compare(node: ast.Compare) -> Code:
 
     def compare(ev: Any, scope: Any) -> Any:
         left = first(ev, scope)
-        if numeric is not None and type(left) in _NUMBERS:  # `loop.index0 > outer`: at once
+        if numeric is not None and type(left) in _ORDERED:  # `loop.index0 > outer`: at once
             is_const, right = ops[0][2]
             if not is_const:
                 right = right(ev, scope)
-            if type(right) in _NUMBERS:
+            if type(right) in _ORDERED:
                 return numeric(left, right)
             return _compare_rest(ev, node, ops, left, right)
         result: Any = True
@@ -285,7 +289,8 @@ _HASHED_CHEAPLY = frozenset((int, float, bool, type(None), str, Input))
 # Values whose == with a literal of these types costs Python one step (a str compares lengths,
 # then at most the literal's characters; a container against a literal gives False at once).
 _EQUALLY_CHEAP = frozenset((int, float, bool, type(None), str))
-_COMPARED_CHEAPLY = frozenset((int, float, bool, type(None), str, Input, Mixed, list, dict, tuple))
+_COMPARED_CHEAPLY = frozenset((int, float, bool, type(None), str, Input, Mixed, list, dict, tuple,
+                               InputInt, InputFloat))
 
 
 def _equals_constant(node: ast.Compare, first: Code) -> Code:

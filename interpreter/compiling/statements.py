@@ -16,7 +16,7 @@ from ..marks import Input, Mixed
 from ..runtime import LoopContext
 from ..scope import Scope
 from ..values import to_string
-from .access import ABSENT, plain_read
+from .access import ABSENT, path_code, plain_read, read_path
 from .core import Code, compile_body, compile_node, compile_statements, compiles
 from .operators import ALL_TEXT, Addends, add_texts
 
@@ -117,19 +117,12 @@ def compile_if(node: ast.If) -> Code:
     compiled: list = [None] * len(bodies)  # (codes, cost) of each body, when it first runs
     if len(tests) == 1:
         return _if_else(node, tests[0], bodies, compiled)
-    variable, key, table, switched = _switch(node)
+    read, table, switched = _switch(node)
 
     def if_(ev: Any, scope: Any) -> None:
         i = -1
         if switched:  # `m['role']` read once, its branch found by the literal it equals
-            frame, value = scope, ABSENT
-            while frame is not None:
-                obj = frame.vars.get(variable, ABSENT)
-                if obj is not ABSENT:
-                    if type(obj) is dict:
-                        value = obj.get(key, ABSENT)
-                    break
-                frame = frame.parent
+            value = read(ev, scope)
             kind = type(value)
             if kind is str or kind is Input:
                 i = table.get(value, -1)
@@ -162,28 +155,28 @@ def _first_true(ev: Any, node: ast.If, tests: tuple, i: int, scope: Any) -> int:
     return i
 
 
-def _switch(node: ast.If) -> tuple[Any, Any, dict, int]:
-    """An if/elif chain that begins with tests of one plain read against text literals
-    (`m['role'] == 'user'`, `elif m['role'] == 'assistant'`): (variable, key, the index of
-    the first branch for each literal, how many tests are of that form), else a count of 0.
-    Reading a plain dict's item twice gives the same value, and text equals text exactly when
-    a dict finds one by the other, so for text the branch is found in one look."""
+def _switch(node: ast.If) -> tuple[Any, dict, int]:
+    """An if/elif chain that begins with tests of one read of plain data against text literals
+    (`m['role'] == 'user'`, `elif m['role'] == 'assistant'`): (the read's code, giving ABSENT
+    for anything but plain data, the index of the first branch for each literal, how many
+    tests are of that form), else a count of 0. Reading plain data twice gives the same value,
+    and text equals text exactly when a dict finds one by the other: for text the branch is
+    found in one look."""
     table: dict = {}
     first = None
     for index, (test, _) in enumerate(node.branches):
-        read = plain_read(test.first) if type(test) is ast.Compare and len(test.ops) == 1 \
-            else (None, None)
-        op, literal = test.ops[0] if read[0] is not None else (None, None)
-        if read[0] is None or op != "==" or type(literal) is not ast.Const \
-                or type(literal.value) is not str or (first is not None and read != first):
+        path = read_path(test.first) if type(test) is ast.Compare and len(test.ops) == 1 else None
+        op, literal = test.ops[0] if path is not None else (None, None)
+        if path is None or op != "==" or type(literal) is not ast.Const \
+                or type(literal.value) is not str or (first is not None and path != first):
             break
-        first = read
+        first = path
         table.setdefault(literal.value, index)
     else:
         index = len(node.branches)
     if index < 2:
-        return None, None, {}, 0
-    return first[0], first[1], table, index
+        return None, {}, 0
+    return path_code(first, None), table, index
 
 
 def _if_else(node: ast.If, test: Code, bodies: tuple, compiled: list) -> Code:
