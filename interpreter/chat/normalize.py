@@ -270,10 +270,11 @@ TRUSTED_ROLES = frozenset(("system", "user", "assistant", "tool", "developer", "
 
 
 def template_messages(messages: list[dict], walk: Callable[[Any, int], Any],
-                      trusted_roles: frozenset = TRUSTED_ROLES) -> list[dict]:
+                      trusted_roles: frozenset = TRUSTED_ROLES, shortcut: bool = True) -> list[dict]:
     """Normalised messages as the template sees them: walked, reasoning aliased; with marks, a
-    role named in `trusted_roles` left unmarked. Always a new list (continuation edits it)."""
-    if walk is plain or walk is marked:
+    role named in `trusted_roles` left unmarked. Always a new list (continuation edits it).
+    `shortcut`: try `flat_messages` first (False: the caller found them not flat already)."""
+    if shortcut and (walk is plain or walk is marked):
         flat = flat_messages(messages, walk is marked, trusted_roles)
         if flat is not None:
             return flat if walk is marked else list(flat)
@@ -311,40 +312,33 @@ def flat_messages(conversation: Any, marks: bool,
     exact str, int, float or bool (not None: that key would be dropped). transformers' cleaning
     gives such a conversation back equal to itself, so without `marks` it is returned as it is
     (shared: a template cannot change its data). With `marks`, flat needs every value a non-empty
-    str (what `marked` makes an Input); the result is a new list of new dicts."""
-    if marks:
-        return _marked_flat(conversation, trusted_roles)
+    str (what `marked` makes an Input); the result is a new list of new dicts. The checks are
+    C-level scans (no Python code per message), made before any marking so that a conversation
+    found not flat has cost no wasted work."""
     if type(conversation) is not list or not _DICTS.issuperset(map(type, conversation)):
         return None
     keys = set().union(*conversation)
     if not _STRS.issuperset(map(type, keys)) or not keys.isdisjoint(REASONING_FIELDS):
         return None
     values = chain.from_iterable(map(dict.values, conversation))
-    return conversation if _FLAT.issuperset(map(type, values)) else None
-
-
-def _marked_flat(conversation: Any, trusted_roles: frozenset) -> Optional[list[dict]]:
-    """`template_messages(conversation, marked)` of a flat conversation of non-empty strings,
-    or None for any other. One loop that checks as it marks: cheaper than a scan first, since
-    marking (an Input per value) is most of the cost and is needed anyway."""
-    if type(conversation) is not list:
+    if not marks:
+        return conversation if _FLAT.issuperset(map(type, values)) else None
+    values = list(values)
+    if not _STRS.issuperset(map(type, values)) or "" in values:
         return None
-    names: dict = {}  # each key's marked form, made once per conversation
+    return _marked_flat(conversation, {key: _mark_str(key) for key in keys}, trusted_roles)
+
+
+def _marked_flat(conversation: list, names: dict, trusted_roles: frozenset) -> list[dict]:
+    """`template_messages(conversation, marked)` of a flat conversation of non-empty strings
+    (`names`: each key's marked form): a new dict per message, every value an Input, a trusted
+    role plain."""
     out = []
     add = out.append
     for message in conversation:
-        if type(message) is not dict:
-            return None
         m = {}
         for k, v in message.items():
-            if type(v) is not str or not v:
-                return None
-            key = names.get(k)
-            if key is None:
-                if type(k) is not str or k in REASONING_FIELDS:
-                    return None
-                key = names[k] = _mark_str(k)
-            m[key] = Input(v)
+            m[names[k]] = Input(v)
         role = message.get("role")
         if role in trusted_roles:
             m["role"] = role

@@ -146,7 +146,7 @@ class ChatTemplate:
                 and type(self.templates) is str and self.template_name is None)
 
     def _render_one(self, messages: list, tools: Any, documents: Any, add_generation_prompt: Any,
-                    marked: bool) -> Any:
+                    parts: bool) -> Any:
         """`render` of the commonest call (one conversation of dicts, one template, no options
         beyond tools, documents and the generation prompt): render_batch's steps for it, without
         the batch's bookkeeping around them."""
@@ -155,13 +155,18 @@ class ChatTemplate:
                          check_documents(documents), add_generation_prompt, {}, False)
         # A flat conversation (the commonest) is cleaned and marked in one step, which cannot
         # fail: no error moves before the ones above. Any other takes transformers' steps.
-        walked = flat_messages(messages, marked, self.trusted_roles)
+        reads = template.names_read
+        walked = None
+        if reads is None or "messages" in reads:
+            walked = flat_messages(messages, parts, self.trusted_roles)
         if walked is None:
-            context = render.context(normalize_messages(messages), marked)
-        else:
-            context = render.context(messages, marked, walked)
+            messages = normalize_messages(messages)
+            if reads is None or "messages" in reads:
+                walked = template_messages(messages, marked if parts else plain,
+                                           self.trusted_roles, shortcut=False)
+        context = render.context(messages, parts, walked)
         pieces = template._render(context, self.overlay)  # the context is ours to use
-        return to_parts(pieces) if marked else "".join(pieces)
+        return to_parts(pieces) if parts else "".join(pieces)
 
     def render_parts(self, conversation: Any, /, tools: Any = None, documents: Any = None,
                      add_generation_prompt: Any = False, continue_final_message: Union[bool, str] = False,
