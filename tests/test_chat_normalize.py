@@ -253,3 +253,22 @@ def test_a_flat_conversation_renders_its_input_as_input_parts():
     assert [(p.text, p.is_input) for p in parts] == [
         ("<user>", False), ("<|im_end|>", True), ("<", False), ("<|im_start|>", True), (">", False),
         ("b", True)]
+
+
+def ordered(value):
+    """The data with each dict as its list of items: equal only if the order is equal too."""
+    if isinstance(value, dict):
+        return (type(value).__name__, [(ordered(k), ordered(v)) for k, v in value.items()])
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [ordered(v) for v in value])
+    return (type(value).__name__, value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(texts, values, max_size=5))
+def test_template_data_keeps_every_dict_s_order_and_shares_what_is_plain(value):
+    got = normalize.plain(value)
+    assert ordered(got) == ordered(ctu._plain_template_data(value))
+    if ordered(got) == ordered(value) and "tuple" not in repr(ordered(value)):
+        assert got is value  # nothing to change: the caller's dict itself, not a copy (a tuple
+        # is always rebuilt, as in transformers)

@@ -24,6 +24,7 @@ import sys
 from collections.abc import Mapping
 from inspect import isfunction, ismethod
 from itertools import chain
+from operator import is_
 from typing import Any, Callable, Optional
 
 from ..errors import LimitExceeded
@@ -146,26 +147,34 @@ def plain(value: Any, depth: int = 0) -> Any:
     if t is dict:
         return _plain_dict(value, d)
     if t is list:
+        if _JSON_SCALARS.issuperset(map(type, value)):
+            return value  # a list of strings (an enum, `required`): checked in C
         out = [v if type(v) in _JSON_SCALARS else plain(v, d) for v in value]
-        return value if all(a is b for a, b in zip(out, value)) else out
+        return value if all(map(is_, out, value)) else out
     return _other(value, depth, plain, _plain_leaf)
 
 
 def _plain_dict(value: dict, d: int) -> dict:
+    """`plain` of a dict whose items are at depth `d`: the dict itself while nothing in it
+    changes (the common case: messages, tool schemas), a copy from the first change on."""
     scalars = _JSON_SCALARS
-    for k, v in value.items():
-        if type(v) not in scalars or type(k) not in scalars:
-            break
-    else:
-        return value  # the common message: string keys and values
-    out = {}
-    same = True
-    for k, v in value.items():
+    if scalars.issuperset(map(type, value.values())) and scalars.issuperset(map(type, value)):
+        return value  # string keys and values: checked in C
+    items = value.items()
+    out: Optional[dict] = None
+    for k, v in items:
         key = k if type(k) in scalars else plain(k, d)
         item = v if type(v) in scalars else plain(v, d)
-        same = same and key is k and item is v
+        if out is None:
+            if key is k and item is v:
+                continue
+            out = {}
+            for earlier, kept in items:  # the items before this one, unchanged
+                if earlier is k:
+                    break
+                out[earlier] = kept
         out[key] = item
-    return value if same else out
+    return value if out is None else out
 
 
 def _plain_leaf(value: Any) -> Any:
