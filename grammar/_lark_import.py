@@ -28,6 +28,7 @@ class OnFirstUse(types.ModuleType):
 
 def import_lark() -> None:
     if "lark" in sys.modules:
+        _tokens_registered()
         return  # imported already (by the embedder): as it is
     kept_out = [name for name in OPTIONAL if name not in sys.modules]
     for name in kept_out:
@@ -47,3 +48,14 @@ def import_lark() -> None:
             for module, attribute, flag in OPTIONAL[name]:
                 setattr(sys.modules[module], attribute, OnFirstUse(name))
                 setattr(sys.modules[module], flag, True)
+    _tokens_registered()
+
+
+def _tokens_registered() -> None:
+    """Lark's tokens count as this package's (`isinstance(tok, grammar.tokens.Token)`): the
+    builder takes both, from the one-pass parse and from Lark's tree (grammar/tokens.py)."""
+    import lark.lexer
+
+    from .tokens import Token
+    if not issubclass(lark.lexer.Token, Token):
+        Token.register(lark.lexer.Token)

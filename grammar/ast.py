@@ -14,6 +14,7 @@ times dearer to create, and a parse creates thousands.
 """
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any, Optional
 
 from . import records
@@ -22,12 +23,62 @@ from .records import Record
 records.MODULES.add(__name__)
 
 
-class Span(Record):
-    """Where a node came from: 1-based line and column, 0-based character offsets."""
-    line: int
-    column: int
-    start: int
-    end: int
+class Span(int):
+    """Where a node came from: 1-based line and column, 0-based character offsets.
+
+    A record of four fields to the outside (`Span(line, column, start, end)`, the attributes,
+    `dataclasses.fields` and `replace`, equality, hashing, repr and pickling as a frozen
+    dataclass's), kept as one int: every node has one, and as a record with four int objects it
+    was nearly half of what a compiled template keeps (about 120 bytes a node; this is 44)."""
+    __slots__ = ()
+    __match_args__ = ("line", "column", "start", "end")
+
+    def __new__(cls, line: int, column: int, start: int, end: int) -> "Span":
+        if not (0 <= line <= _FIELD_MAX and 0 <= column <= _FIELD_MAX and 0 <= start <= _FIELD_MAX
+                and 0 <= end <= _FIELD_MAX):
+            raise ValueError(f"a span's positions are between 0 and {_FIELD_MAX}: "
+                             f"{(line, column, start, end)}")
+        return int.__new__(cls, (line << 96) | (column << 64) | (start << 32) | end)
+
+    @property
+    def line(self) -> int:
+        return self >> 96
+
+    @property
+    def column(self) -> int:
+        return (self >> 64) & _FIELD_MAX
+
+    @property
+    def start(self) -> int:
+        return (self >> 32) & _FIELD_MAX
+
+    @property
+    def end(self) -> int:
+        return self & _FIELD_MAX
+
+    def __repr__(self) -> str:
+        return f"Span(line={self.line!r}, column={self.column!r}, start={self.start!r}, end={self.end!r})"
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return (Span, (self.line, self.column, self.start, self.end))
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Span:
+            return NotImplemented
+        return int.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        if other.__class__ is not Span:
+            return NotImplemented
+        return int.__ne__(self, other)
+
+    __hash__ = int.__hash__
+
+
+_FIELD_MAX = (1 << 32) - 1
+records.as_record(Span, {"line": int, "column": int, "start": int, "end": int})
 
 
 NO_SPAN = Span(1, 1, 0, 0)
@@ -304,9 +355,37 @@ def child_fields(kind: type) -> tuple[str, ...]:
 def children(node: object) -> list:
     """The nodes directly inside `node`, in source order (for analyses such as macro scans)."""
     found: list = []
-    for name in child_fields(type(node)):
-        _collect(getattr(node, name), found)
+    kind = type(node)
+    getter = _GETTERS.get(kind)
+    if getter is None:
+        getter = _GETTERS[kind] = _getter(child_fields(kind))
+    for value in getter(node):
+        if value is None:
+            continue
+        held = _HELD_KINDS.get(value.__class__)
+        if held is None:
+            held = _HELD_KINDS[value.__class__] = isinstance(value, _HELD)
+        if held:
+            found.append(value)
+        elif isinstance(value, tuple):
+            _collect(value, found)
     return found
+
+
+_GETTERS: dict[type, Any] = {}
+# class -> whether its instances are held as nodes (isinstance of _HELD, asked once per class:
+# the walks of the checks ask it for every field of every node)
+_HELD_KINDS: dict[type, bool] = {}
+
+
+def _getter(fields: tuple[str, ...]) -> Any:
+    """A function giving a node's values of `fields`, as a tuple."""
+    if not fields:
+        return lambda node: ()
+    if len(fields) == 1:
+        (name,) = fields
+        return lambda node: (getattr(node, name),)
+    return attrgetter(*fields)
 
 
 def nodes_in(value: object) -> list:
@@ -323,7 +402,12 @@ def _collect(value: object, found: list) -> None:
         found.append(value)
     elif isinstance(value, tuple):
         for item in value:
-            if isinstance(item, _HELD):
+            if item is None:
+                continue
+            held = _HELD_KINDS.get(item.__class__)
+            if held is None:
+                held = _HELD_KINDS[item.__class__] = isinstance(item, _HELD)
+            if held:
                 found.append(item)
             elif isinstance(item, tuple):
                 _collect(item, found)

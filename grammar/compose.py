@@ -15,7 +15,6 @@ import re
 import weakref
 from typing import Iterable, Mapping, Optional, Sequence
 
-from ._lark_import import import_lark
 from .errors import TemplateError
 from .parser import Parser, Syntax, core_grammar, get_parser
 
@@ -88,8 +87,7 @@ def check_fragments(syntaxes: Iterable[Syntax]) -> None:
 
 
 def _core_builders() -> Mapping[str, object]:
-    """The core's rule builders (grammar/transform.py: imported with Lark, when first needed)."""
-    import_lark()
+    """The core's rule builders (grammar/transform.py, imported when first needed)."""
     from .transform import AstBuilder
     return AstBuilder.__dict__
 
@@ -239,28 +237,12 @@ def check_builders(parser: Parser, syntaxes: tuple[Syntax, ...]) -> None:
 
 
 def tree_names(parser: Parser) -> set[str]:
-    """The names of the trees the grammar can make (the transformer needs a method for each).
-
-    A rule named `_x` is inlined; a `?x` rule is inlined when it has one child (counted only where
-    sure, so that this never asks for a builder a rule does not need)."""
-    names = set()
-    for rule in parser.lark.rules:
-        if rule.alias:
-            names.add(str(rule.alias))
-            continue
-        origin = str(rule.origin.name)
-        if origin.startswith("_"):
-            continue
-        if rule.options.expand1:
-            if sum(map(_gives_a_child, rule.expansion)) < 2:
-                continue
-        names.add(origin)
-    return names
-
-
-def _gives_a_child(symbol) -> bool:
-    """A terminal that is kept, or a rule that is not inlined (`_x` rules may give none)."""
-    return not symbol.filter_out if symbol.is_term else not symbol.name.startswith("_")
+    """The names of the trees the grammar can make (the transformer needs a method for each):
+    kept in the parser's plain tables, else read from its Lark parser (grammar/larktables.py)."""
+    if parser.tables is not None:
+        return set(parser.tables["tree_names"])
+    from .larktables import tree_names as from_lark
+    return from_lark(parser.lark)
 
 
 __all__ = ["ExtensionError", "compose", "check_fragments", "check_builders", "tree_names"]

@@ -24,16 +24,11 @@ tests compare the two passes' ASTs, spans included, over the corpus and generate
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
-
-from lark import Token, Tree
-from lark.lexer import ContextualLexer, LexerThread
-from lark.parse_tree_builder import (ChildFilterLALR, ChildFilterLALR_NoPlaceholders,
-                                     ExpandSingleChild, PropagatePositions)
-from lark.parsers.lalr_analysis import Shift
-from lark.visitors import _vargs_meta, _VArgsWrapper
+from types import FunctionType
+from typing import Any, Callable, Mapping, Optional
 
 from .scanning import GroupedLexer
+from .tokens import Spliced
 
 
 class Unsupported(Exception):
@@ -75,53 +70,30 @@ def _height(extent: Any) -> int:
 
 
 class Reduction:
-    """What one grammar rule does when the loop reduces it (see the module docstring)."""
+    """What one grammar rule does when the loop reduces it (see the module docstring); made from
+    the plain tables' rule (grammar/larktables.py `_rule`)."""
     __slots__ = ("size", "origin", "keep", "nones_after", "expand1", "passthrough", "splice",
                  "method", "name")
 
-    def __init__(self, rule: Any, chain: list, builder_class: type) -> None:
-        self.size = len(rule.expansion)
-        self.origin = rule.origin.name
-        self.name = rule.alias or rule.options.template_source or rule.origin.name
-        self.expand1 = ExpandSingleChild in chain
-        self.keep, self.nones_after = _kept_children(rule, chain)
-        # `?level: next_level` (one nonterminal): its child is handed on as it is
-        self.passthrough = (self.expand1 and self.size == 1 and not rule.expansion[0].is_term
-                            and len(self.keep) == 1)
-        self.splice = self.origin.startswith("_")  # a `_rule`: spliced into its parent's children
-        if not self.passthrough and PropagatePositions not in chain:
-            raise Unsupported(f"rule {self.name} without positions")
+    def __init__(self, rule: tuple, builder_class: type) -> None:
+        (self.size, self.origin, self.name, self.expand1, self.keep, self.nones_after,
+         self.passthrough, self.splice) = rule
         self.method = None if self.splice else _method(builder_class, self.name)
-
-
-def _kept_children(rule: Any, chain: list) -> tuple[tuple, int]:
-    """Lark's child filter for the rule: (index, splice, Nones before it) per kept child, and
-    the Nones after the last."""
-    for wrapper in chain:
-        func = getattr(wrapper, "func", None)
-        if func is ChildFilterLALR:
-            to_include, nones_after = wrapper.args
-            return tuple(to_include), nones_after
-        if func is ChildFilterLALR_NoPlaceholders:
-            (to_include,) = wrapper.args
-            return tuple((i, expand, 0) for i, expand in to_include), 0
-        if func is not None:
-            raise Unsupported(f"child filter {func.__name__}")
-    return tuple((i, False, 0) for i in range(len(rule.expansion))), 0
 
 
 def _method(builder_class: type, name: str) -> Optional[Callable]:
     """The plain function behind the builder's method for `name` (called as
-    `function(builder, meta, children)`), or None when the builder has none (a `Tree` then)."""
+    `function(builder, meta, children)`), or None when the builder has none (a Lark `Tree`
+    then, as the transformer's default makes)."""
     for klass in builder_class.__mro__:
         if name in klass.__dict__:
             found = klass.__dict__[name]
             break
     else:
         return None
-    if isinstance(found, _VArgsWrapper) and found.visit_wrapper is _vargs_meta:
-        return found.base_func
-    raise Unsupported(f"builder method {name} is not a v_args(meta=True) method")
+    if type(found) is FunctionType:
+        return found
+    raise Unsupported(f"builder method {name} is not a plain method")
 
 
 class _Position:
@@ -132,29 +104,21 @@ class _Position:
 class OnePass:
     """The one-pass parse for one Lark parser and one builder class."""
 
-    def __init__(self, lark_parser: Any, builder_class: type) -> None:
-        frontend = lark_parser.parser
-        lalr = frontend.parser.parser
-        table = lalr.parse_table
-        (start,) = lark_parser.options.start
-        self.start_state = table.start_states[start]
-        self.end_state = table.end_states[start]
-        self.states = table.states
-        self.lexer = frontend.lexer
+    def __init__(self, tables: Mapping[str, Any], builder_class: type,
+                 callbacks: Mapping[str, Callable], lexer: Optional[Any] = None) -> None:
+        """`tables`: grammar/larktables.py `plain_tables`; `callbacks`: the terminals' lexer
+        callbacks; `lexer`: Lark's own lexer where the tables have no scanners (a postlex: custom
+        delimiters), else the grouped scanners of the tables are used (no Lark)."""
+        self.start_state = tables["start"]
+        self.end_state = tables["end"]
+        # state -> token kind -> the state to shift to (or go to, after a rule), or ~rule index
+        self.states = tables["states"]
         self.units: dict = {}  # (state below, top state, token kind) -> state after unit rules
-        # Lark's contextual lexer without a postlex (the default delimiters): two scanners
-        self.grouped = (GroupedLexer(self.lexer, lark_parser.lexer_conf)
-                        if type(self.lexer) is ContextualLexer else None)
-        reductions = {}
-        for rule, chain in lark_parser._parse_tree_builder.rule_builders:
-            reductions[(rule.origin.name, tuple(rule.expansion), rule.alias)] = Reduction(
-                rule, chain, builder_class)
-        # keyed by the very rule objects of the table (a loaded table holds copies)
-        self.reductions = {}
-        for actions in self.states.values():
-            for action, arg in actions.values():
-                if action is not Shift and id(arg) not in self.reductions:
-                    self.reductions[id(arg)] = reductions[(arg.origin.name, tuple(arg.expansion), arg.alias)]
+        self.reductions = [Reduction(rule, builder_class) for rule in tables["rules"]]
+        self.grouped = GroupedLexer(tables, callbacks) if "scanners" in tables else None
+        if self.grouped is None and lexer is None:
+            raise Unsupported("no lexer")
+        self.lexer = lexer
 
     def parse(self, text: str, builder: Any, max_depth: int) -> Any:
         """The AST of `text`, or None when the two-pass parse must decide (an error of any
@@ -177,18 +141,19 @@ class OnePass:
         if self.grouped is not None:
             tokens = self.grouped.lex(text, position)
         else:
+            from lark.lexer import LexerThread  # custom delimiters: Lark's lexer and postlex
             tokens = LexerThread.from_text(self.lexer, text).lex(position)
         for token in tokens:
             kind = token.type
             while True:
-                action, arg = states[state_stack[-1]][kind]
-                if action is Shift:
+                arg = states[state_stack[-1]][kind]
+                if arg >= 0:  # shift
                     state_stack.append(arg)
                     values.append(token)
                     extents.append(token)
                     position.position = arg
                     break
-                r = reductions[id(arg)]
+                r = reductions[~arg]
                 if r.passthrough:  # most reductions: a chain of precedence levels, taken at once
                     below, top = state_stack[-2], state_stack[-1]
                     landing = units.get((below, top, kind))
@@ -203,12 +168,12 @@ class OnePass:
         """The reductions at the end of the text, up to the start rule's."""
         states, reductions, end_state = self.states, self.reductions, self.end_state
         while True:
-            action, arg = states[state_stack[-1]]["$END"]
-            if action is Shift:
+            arg = states[state_stack[-1]]["$END"]
+            if arg >= 0:
                 raise Unsupported("shift at the end")
-            r = reductions[id(arg)]
+            r = reductions[~arg]
             if r.passthrough:
-                state_stack[-1] = states[state_stack[-2]][r.origin][1]
+                state_stack[-1] = states[state_stack[-2]][r.origin]
             else:
                 self._reduce(r, state_stack, values, extents, builder)
             if state_stack[-1] == end_state:
@@ -220,10 +185,10 @@ class OnePass:
         depends on these three alone, and is followed once per parser."""
         states, reductions = self.states, self.reductions
         while True:
-            action, arg = states[top][kind]
-            if action is Shift or not reductions[id(arg)].passthrough:
+            arg = states[top][kind]
+            if arg >= 0 or not reductions[~arg].passthrough:
                 return top
-            top = states[below][reductions[id(arg)].origin][1]
+            top = states[below][reductions[~arg].origin]
 
     def _reduce(self, r: Reduction, state_stack: list, values: list, extents: list,
                 builder: Any) -> None:
@@ -235,7 +200,7 @@ class OnePass:
         else:
             children, child_extents = [], []
         value, extent = self._build(r, children, child_extents, builder)
-        state_stack.append(self.states[state_stack[-1]][r.origin][1])
+        state_stack.append(self.states[state_stack[-1]][r.origin])
         values.append(value)
         extents.append(extent)
 
@@ -267,9 +232,10 @@ class OnePass:
                 return kept[0], child_extents[i]
             return kept[0], _meta(child_extents, _height(child_extents[i]) if i is not None else heights)
         if r.splice:
-            return Tree(r.name, kept), _meta(child_extents, heights)
+            return Spliced(kept), _meta(child_extents, heights)
         meta = _meta(child_extents, heights + 1)
         if r.method is None:
+            from lark import Tree  # a rule with no builder (compose.check_builders refuses them)
             return Tree(r.name, kept, meta), meta
         return r.method(builder, meta, kept), meta
 

@@ -88,49 +88,58 @@ def cache_folder() -> Optional[str]:
 
 
 class Parser:
-    """Source text to `ast.Template` for one grammar (the core plus some extensions)."""
+    """Source text to `ast.Template` for one grammar (the core plus some extensions).
+
+    The one-pass parse runs on plain tables (grammar/larktables.py): the shipped ones for the
+    default grammars, which need no Lark at all, else those read from the Lark parser built
+    for the grammar. Lark itself (`self.lark`) is loaded when first needed: the two-pass parse
+    that decides every error, error messages, or a grammar without shipped tables."""
 
     def __init__(self, syntaxes: tuple[Syntax, ...] = (), strict: bool = False,
                  delimiters: Delimiters = DEFAULT) -> None:
-        import_lark()
-        import lark
-
-        from .tagstream import TagStream
         from .transform import builder_class
         self.syntaxes = syntaxes
         self.delimiters = delimiters
+        self.strict = strict
         generated = grammar_text(core_grammar(), [s.grammar for s in syntaxes], delimiters)
         self.grammar = generated.text  # with the default delimiters, the files' text unchanged
+        callbacks = {"NAME": _identifier}
         options = dict(parser="lalr", lexer="contextual", propagate_positions=True,
-                       maybe_placeholders=True, strict=strict,
-                       lexer_callbacks={"NAME": _identifier})
+                       maybe_placeholders=True, strict=strict, lexer_callbacks=callbacks)
         if not delimiters.is_default:
             # Which tag the lexer is in, line ends, whitespace facts: grammar/tagstream.py
+            from .tagstream import TagStream  # imports Lark
             block_openers = set(generated.tags) - generated.line_openers
             options["postlex"] = TagStream(delimiters, block_openers, generated.line_openers)
         self.lark_options = dict(options)
-        self.lark = None if strict else _shipped(self.grammar, options)
-        if self.lark is None:
-            folder = None if strict else cache_folder()
-            if folder is not None:
-                # Lark checks the file's own hash of grammar, options and versions, and rebuilds
-                # (and rewrites) a table it cannot use; the name only keeps grammars apart.
-                key = f"{self.grammar}\0{lark.__version__}\0{sys.version_info[:2]}"
-                options["cache"] = os.path.join(folder, f"lark-{_digest(key)}.cache")
-            self.lark = _build(self.grammar, options, strict)
-        _unit_rules_unwrapped(self.lark)
+        self._lark = None
+        self._lark_lock = threading.Lock()
         rules: dict[str, Callable] = {}
         for s in syntaxes:
             rules.update(s.rules)
         self.builder = builder_class(rules)
-        self._one_pass = _one_pass(self.lark, self.builder)
+        shipped = (None if strict or not delimiters.is_default or _no_shipped()
+                   else tables.load_plain(self.grammar, options))
+        if shipped is None:
+            self.lark  # built here: a grammar that does not build fails now  # noqa: B018
+        self.tables = shipped if shipped is not None else _plain_tables(self._lark, callbacks)
+        self._one_pass = _one_pass(self.tables, self.builder, callbacks, self._lark)
         self.tags = generated.tags
         self._custom = None if delimiters.is_default else delimiters
         self._name: Optional[re.Pattern] = None
 
+    @property
+    def lark(self) -> Lark:
+        """The Lark parser of this grammar: loaded from the shipped tables, the user cache
+        folder, or built (50-250 ms), when first asked for."""
+        if self._lark is None:
+            with self._lark_lock:
+                if self._lark is None:
+                    self._lark = _lark_parser(self.grammar, dict(self.lark_options), self.strict)
+        return self._lark
+
     def parse(self, source: str, name: Optional[str] = None, options: Options = Options(),
               max_depth: int = DEFAULT_MAX_DEPTH) -> ast.Template:
-        from lark.exceptions import LarkError, UnexpectedInput, VisitError
         text = source
         if not options.keep_trailing_newline:
             text = _without_trailing_newline(source)
@@ -144,11 +153,22 @@ class Parser:
                 built = self._one_pass.parse(text, self.builder(text, options, self._custom), max_depth)
                 if built is not None:
                     return built
-            # The two-pass parse: a tree, then the AST. The one-pass parse leaves every failure
-            # to it, so that errors are the same whichever pass found them.
+            return self._two_pass(text, source, name, options, max_depth)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _two_pass(self, text: str, source: str, name: Optional[str], options: Options,
+                  max_depth: int) -> ast.Template:
+        """A tree, then the AST. The one-pass parse leaves every failure to it, so that errors
+        are the same whichever pass found them."""
+        from lark.exceptions import LarkError, UnexpectedInput, VisitError
+
+        from .larktables import lark_transformer
+        try:
             tree = self.lark.parse(text)
             check_depth(tree, max_depth, source)
-            return self.builder(text, options, self._custom).transform(tree)
+            return lark_transformer(self.builder)(text, options, self._custom).transform(tree)
         except TemplateError as e:
             e.locate(e.lineno or 1, e.column or 1, name, source)
             raise
@@ -166,9 +186,6 @@ class Parser:
                             lambda offset: self._read_until(text, offset), self._name_pattern()) from None
         except LarkError as e:
             raise TemplateSyntaxError(str(e), name=name, lineno=1, column=1, source=source) from None
-        finally:
-            if collecting:
-                gc.enable()
 
     def _name_pattern(self) -> re.Pattern:
         """The NAME terminal's regular expression, for error messages: compiled when one is
@@ -195,21 +212,50 @@ class Parser:
         return tokens, parser
 
 
-def _shipped(grammar: str, options: dict) -> Optional[Lark]:
-    """The parser from the tables shipped in the package for this very grammar (grammar/tables.py),
-    unless JINJAMARK_NO_SHIPPED_TABLES is set (to build them, or to time a build)."""
-    if os.environ.get("JINJAMARK_NO_SHIPPED_TABLES"):
-        return None
-    return tables.load(grammar, options)
+def _no_shipped() -> bool:
+    """JINJAMARK_NO_SHIPPED_TABLES set: the shipped tables are not read (to build them, or to
+    time a build)."""
+    return bool(os.environ.get("JINJAMARK_NO_SHIPPED_TABLES"))
 
 
-def _one_pass(parser: Lark, builder_class: type) -> Optional[OnePass]:
-    """The one-pass parse (grammar/onepass.py) for this grammar, or None where it cannot run
-    (a rule or builder of a shape it does not know, or a Lark whose internals differ)."""
+def _lark_parser(grammar: str, options: dict, strict: bool) -> Lark:
+    """The Lark parser for `grammar`: from the tables shipped in the package for this very
+    grammar (grammar/tables.py), else from the user cache folder, else built (and kept there)."""
+    import_lark()
+    import lark
+    parser = None if strict or _no_shipped() else tables.load(grammar, options)
+    if parser is None:
+        folder = None if strict else cache_folder()
+        if folder is not None:
+            # Lark checks the file's own hash of grammar, options and versions, and rebuilds
+            # (and rewrites) a table it cannot use; the name only keeps grammars apart.
+            key = f"{grammar}\0{lark.__version__}\0{sys.version_info[:2]}"
+            options["cache"] = os.path.join(folder, f"lark-{_digest(key)}.cache")
+        parser = _build(grammar, options, strict)
+    _unit_rules_unwrapped(parser)
+    return parser
+
+
+def _plain_tables(parser: Lark, callbacks: Mapping[str, Callable]) -> Optional[dict]:
+    """The one-pass parse's tables read from a Lark parser, or None where it cannot run."""
+    from .larktables import plain_tables
     try:
-        from .onepass import OnePass
-        return OnePass(parser, builder_class)
+        return plain_tables(parser, frozenset(callbacks))
     except Exception:  # noqa: BLE001 - Unsupported, or Lark's internals not as expected
+        return None
+
+
+def _one_pass(plain: Optional[dict], builder_class: type, callbacks: Mapping[str, Callable],
+              lark_parser: Optional[Lark]) -> Optional[OnePass]:
+    """The one-pass parse (grammar/onepass.py) for these tables, or None where it cannot run
+    (a rule or builder of a shape it does not know)."""
+    if plain is None:
+        return None
+    from .onepass import OnePass
+    try:
+        lexer = None if "scanners" in plain or lark_parser is None else lark_parser.parser.lexer
+        return OnePass(plain, builder_class, callbacks, lexer)
+    except Exception:  # noqa: BLE001 - Unsupported, or tables not as expected
         return None
 
 

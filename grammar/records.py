@@ -78,6 +78,14 @@ def _make_init(cls: type, fields: dict) -> Any:
     return init
 
 
+def as_record(cls: type, annotations: dict) -> None:
+    """Give a class made otherwise (ast.Span, an int) the dataclass field table of a record with
+    these fields, so that `dataclasses.fields`, `is_dataclass`, `asdict` and `replace` see one."""
+    cls.__dataclass_fields__ = {name: _field(name, annotation, _NO_DEFAULT)
+                                for name, annotation in annotations.items()}
+    cls.__dataclass_params__ = _PARAMS
+
+
 class Record(metaclass=_RecordType):
     """The base of every AST record; equality, hashing and repr are over the fields, in the
     order `__dataclass_fields__` lists them, as a frozen dataclass's are."""
@@ -100,4 +108,4 @@ class Record(metaclass=_RecordType):
         return f"{type(self).__qualname__}({shown})"
 
 
-__all__ = ["Record"]
+__all__ = ["Record", "as_record"]

@@ -1,4 +1,5 @@
-"""The one-pass parse's lexer: Lark's contextual lexer, with two scanners where it compiles dozens.
+"""The one-pass parse's lexer: Lark's contextual lexer, from plain tables, with two scanners where
+Lark compiles dozens.
 
 Lark's contextual lexer gives every parser state its own scanner, one regular expression over
 the terminals that state accepts, compiled the first time the state is met: a typical chat
@@ -11,60 +12,73 @@ length, then name), and the state's are a subset of the group's, so the first of
 is the same. When the state does not accept it (a keyword where a name is wanted, `-}}` where
 a minus is), the state's own scanner decides, as in Lark. Any other failure is left to the
 two-pass parse (grammar/onepass.py).
+
+The scanners are described by plain data (grammar/larktables.py reads them from Lark's lexer)
+and compiled here, each when first met, as Lark compiles them, so that no Lark is imported.
 """
 from __future__ import annotations
 
-from copy import copy
-from typing import Any, Iterator, Optional
+import re
+from typing import Any, Callable, Iterator, Mapping, Optional
 
-from lark import Token
-from lark.lexer import BasicLexer
-from lark.utils import TextSlice
+from .tokens import Token
 
 
-class _Group:
-    """One group's scanner: Lark's `BasicLexer` over the group's terminals, and what the loop
-    reads of it once it is built (its compiled alternatives, callbacks, newline and ignored
-    terminals), so that a token costs one regular expression match and no Lark call."""
-    __slots__ = ("lexer", "alternatives", "callbacks", "newline_types", "ignore_types")
+class Scanner:
+    """One alternation of terminals, as Lark's `BasicLexer` scans: the first terminal in order
+    that matches, then its keyword map (a NAME reading `in` is IN), then the user's callback
+    for the terminal (a name must be an identifier)."""
+    __slots__ = ("names", "regexps", "alternatives", "unless", "newline_types", "ignore_types",
+                 "callbacks")
 
-    def __init__(self, lexer: BasicLexer) -> None:
-        self.lexer = lexer
+    def __init__(self, spec: tuple, regexps: Mapping[str, str], callbacks: Mapping[str, Callable]) -> None:
+        self.names, unless, self.newline_types, self.ignore_types = spec
+        self.unless = {kind: dict(words) for kind, words in unless}
+        self.regexps = regexps
+        self.callbacks = callbacks
         self.alternatives: Optional[tuple] = None
 
-    def built(self) -> "_Group":
+    def built(self) -> "Scanner":
         if self.alternatives is None:
-            scanner = self.lexer.scanner  # compiled here, the first time the group is met
-            self.callbacks = self.lexer.callback
-            self.newline_types = self.lexer.newline_types
-            self.ignore_types = self.lexer.ignore_types
-            self.alternatives = tuple(scanner._mres)
+            self.alternatives = tuple(_compile([(n, self.regexps[n]) for n in self.names]))
         return self
+
+    def token(self, kind: str, value: str, pos: int, line: int, column: int, end_line: int,
+              end_column: int, end_pos: int) -> Token:
+        token = Token(kind, value, pos, line, column, end_line, end_column, end_pos)
+        words = self.unless.get(kind)
+        if words is not None:
+            token.type = words.get(value, kind)
+        callback = self.callbacks.get(kind)
+        if callback is not None and token.type == kind:
+            token = callback(token)
+        return token
+
+
+def _compile(terminals: list) -> list:
+    """Lark's way: one expression over all the terminals, split where `re` refuses that many
+    groups (older Pythons allowed 100)."""
+    size = len(terminals)
+    while True:
+        try:
+            return [re.compile("|".join(f"(?P<{n}>{r})" for n, r in terminals[i:i + size]))
+                    for i in range(0, len(terminals), size)]
+        except AssertionError:
+            size //= 2
 
 
 class GroupedLexer:
     """Tokens of a text for the parser state that `position.position` names at each step."""
 
-    def __init__(self, contextual: Any, lexer_conf: Any) -> None:
-        accepted: dict[int, frozenset] = {}
-        groups: dict[bool, dict] = {True: {}, False: {}}
-        for lexer in {id(lexer): lexer for lexer in contextual.lexers.values()}.values():
-            names = frozenset(t.name for t in lexer.terminals)
-            accepted[id(lexer)] = names
-            groups["TEXT" in names].update((t.name, t) for t in lexer.terminals)
-        scanners = {}
-        for has_text, terminals in groups.items():
-            conf = copy(lexer_conf)
-            conf.terminals = list(terminals.values())
-            conf.skip_validation = True
-            scanners[has_text] = _Group(BasicLexer(conf))
-        self.by_state = {state: (scanners["TEXT" in accepted[id(lexer)]], accepted[id(lexer)], lexer)
-                         for state, lexer in contextual.lexers.items()}
+    def __init__(self, tables: Mapping[str, Any], callbacks: Mapping[str, Callable]) -> None:
+        regexps = tables["regexps"]
+        scanners = [Scanner(spec, regexps, callbacks) for spec in tables["scanners"]]
+        self.by_state = {state: (scanners[group], accepted, scanners[own])
+                         for state, (group, accepted, own) in tables["lexer_states"].items()}
 
     def lex(self, text: str, position: Any) -> Iterator[Token]:
-        by_state = self.by_state
+        by_state, new = self.by_state, str.__new__
         pos, line, line_start, end = 0, 1, 0, len(text)
-        whole = TextSlice.cast_from(text)  # what Lark's own scanners match in
         while pos < end:
             group, accepted, own = by_state[position.position]
             if group.alternatives is None:
@@ -78,18 +92,23 @@ class GroupedLexer:
             value, kind = found.group(0), found.lastgroup
             size = len(value)
             newlines = value.count("\n") if kind in group.newline_types else 0
-            callback = group.callbacks.get(kind)
-            if kind in group.ignore_types and callback is None:
+            if kind in group.ignore_types and kind not in group.callbacks and kind not in group.unless:
                 token = None
             else:
                 end_pos = pos + size
                 end_start = text.rindex("\n", pos, end_pos) + 1 if newlines else line_start
-                token = Token(kind, value, pos, line, pos - line_start + 1, line + newlines,
-                              end_pos - end_start + 1, end_pos)
-                if callback is not None:
+                # Token(...) written out: a call less per token, the lexer's largest cost
+                token = new(Token, value)
+                token.value, token.start_pos, token.line = value, pos, line
+                token.column, token.end_line = pos - line_start + 1, line + newlines
+                token.end_column, token.end_pos = end_pos - end_start + 1, end_pos
+                words = group.unless.get(kind)
+                token.type = kind if words is None else words.get(value, kind)
+                callback = group.callbacks.get(kind)
+                if callback is not None and token.type == kind:
                     token = callback(token)
                 if token.type not in accepted:  # the state's own scanner decides, as in Lark
-                    token, _, size, newlines = _next(own, whole, pos, line, line_start)
+                    token, size, newlines = _next(own, text, pos, line, line_start)
             if newlines:
                 line += newlines
                 line_start = text.rindex("\n", pos, pos + size) + 1
@@ -98,26 +117,25 @@ class GroupedLexer:
                 yield token
 
 
-def _next(lexer: BasicLexer, whole: TextSlice, pos: int, line: int, line_start: int) -> tuple:
-    """(token or None, ignored, length, newlines) of what `lexer` reads at `pos`; a LookupError
-    when it reads nothing (the two-pass parse then says what is wrong)."""
-    found = lexer.match(whole, pos)
-    if found is None:
+def _next(scanner: Scanner, text: str, pos: int, line: int, line_start: int) -> tuple:
+    """(token or None, length, newlines) of what `scanner` reads at `pos`; a LookupError when it
+    reads nothing (the two-pass parse then says what is wrong)."""
+    for alternative in scanner.built().alternatives:
+        found = alternative.match(text, pos)
+        if found is not None:
+            break
+    else:
         raise LookupError("no terminal matches")
-    value, kind = found
+    value, kind = found.group(0), found.lastgroup
     size = len(value)
-    newlines = value.count("\n") if kind in lexer.newline_types else 0
-    ignored = kind in lexer.ignore_types
-    callback = lexer.callback.get(kind)
-    if ignored and callback is None:
-        return None, True, size, newlines
-    end_line = line + newlines
+    newlines = value.count("\n") if kind in scanner.newline_types else 0
+    if kind in scanner.ignore_types and kind not in scanner.callbacks and kind not in scanner.unless:
+        return None, size, newlines
     end_pos = pos + size
-    end_start = (whole.text.rindex("\n", pos, end_pos) + 1) if newlines else line_start
-    token = Token(kind, value, pos, line, pos - line_start + 1, end_line, end_pos - end_start + 1, end_pos)
-    if callback is not None:
-        token = callback(token)
-    return token, ignored, size, newlines
+    end_start = (text.rindex("\n", pos, end_pos) + 1) if newlines else line_start
+    token = scanner.token(kind, value, pos, line, pos - line_start + 1, line + newlines,
+                          end_pos - end_start + 1, end_pos)
+    return token, size, newlines
 
 
-__all__ = ["GroupedLexer"]
+__all__ = ["GroupedLexer", "Scanner"]

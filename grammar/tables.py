@@ -16,21 +16,21 @@ Regenerate after changing the grammar (tests/test_startup.py fails until then):
 """
 from __future__ import annotations
 
-import hashlib
-import io
 import os
-import pickle
 import zlib
 from typing import Any, Optional
 
 FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tables")
 SUFFIX = ".lark.z"
+PLAIN_SUFFIX = ".plain.z"  # the one-pass parse's tables (grammar/larktables.py), read without Lark
 # Options given when loading, not kept in the file: they are functions and objects
 NOT_SAVED = ("postlex", "lexer_callbacks", "transformer", "_plugins", "edit_terminals")
 
 
 def digest(grammar: str, options: dict) -> str:
     """What the tables of `grammar` built with `options` depend on, as a short name."""
+    import hashlib
+
     import lark
     shaping = "".join(f"{k}={options[k]!r};" for k in sorted(options) if k not in NOT_SAVED
                       and k not in ("cache", "strict"))
@@ -51,6 +51,8 @@ def load(grammar: str, options: dict) -> Optional[Any]:
             packed = f.read()
     except OSError:
         return None
+    import pickle
+
     from lark import Lark
     try:
         saved = pickle.loads(zlib.decompress(packed))
@@ -62,11 +64,52 @@ def load(grammar: str, options: dict) -> Optional[Any]:
 
 def save(parser: Any, grammar: str, options: dict, folder: str = FOLDER) -> str:
     """Write the tables of a built Lark `parser` for `grammar`; returns the file's path."""
+    import io
     buffer = io.BytesIO()
     parser.save(buffer, exclude_options=NOT_SAVED)
     path = os.path.join(folder, digest(grammar, options) + SUFFIX)
     with open(path, "wb") as f:
         f.write(zlib.compress(buffer.getvalue(), 9))
+    return path
+
+
+def plain_key(grammar: str, options: dict) -> str:
+    """What the plain tables of `grammar` depend on: its text and the Lark options that shape
+    them (not Lark's version: the plain tables are read by this package, not by Lark)."""
+    shaping = "".join(f"{k}={options[k]!r};" for k in sorted(options) if k not in NOT_SAVED
+                      and k not in ("cache", "strict"))
+    return f"plain-tables {PLAIN_FORMAT}\0{grammar}\0{shaping}"
+
+
+PLAIN_FORMAT = 2  # of the plain tables (grammar/larktables.py): another format is another key
+
+
+def plain_path(key: str, folder: str = FOLDER) -> str:
+    data = key.encode("utf-8")
+    return os.path.join(folder, f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{PLAIN_SUFFIX}")
+
+
+def load_plain(grammar: str, options: dict) -> Optional[dict]:
+    """The shipped plain tables of `grammar` (grammar/onepass.py), or None when none are shipped
+    for it (or they cannot be read): read with `marshal`, no Lark imported."""
+    import marshal
+    key = plain_key(grammar, options)
+    try:
+        with open(plain_path(key), "rb") as f:
+            saved = marshal.loads(zlib.decompress(f.read()))
+    except (OSError, ValueError, EOFError, TypeError, zlib.error):
+        return None
+    if type(saved) is not dict or saved.get("key") != key:  # another grammar, by a rare chance
+        return None
+    return saved["tables"]
+
+
+def save_plain(tables: dict, grammar: str, options: dict, folder: str = FOLDER) -> str:
+    import marshal
+    key = plain_key(grammar, options)
+    path = plain_path(key, folder)
+    with open(path, "wb") as f:
+        f.write(zlib.compress(marshal.dumps({"key": key, "tables": tables}), 9))
     return path
 
 
@@ -78,11 +121,12 @@ def main() -> None:
     import jinjamark
     os.makedirs(FOLDER, exist_ok=True)
     for name in os.listdir(FOLDER):
-        if name.endswith(SUFFIX):
+        if name.endswith((SUFFIX, PLAIN_SUFFIX)):
             os.remove(os.path.join(FOLDER, name))
     for env in (jinjamark.Environment(), jinjamark.chat_environment()):
         parser = env._parser
         print(save(parser.lark, parser.grammar, parser.lark_options))
+        print(save_plain(parser.tables, parser.grammar, parser.lark_options))
 
 
 if __name__ == "__main__":

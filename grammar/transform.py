@@ -5,16 +5,15 @@ Lark `Token`s and `Meta` stop here: nodes get plain `str` values and `Span`s.
 from __future__ import annotations
 
 import re
+import sys
 import warnings
 from typing import Any, Callable, Optional
-
-from lark import Token, Transformer_NonRecursive, v_args
 
 from . import ast
 from .delimiters import Delimiters
 from .errors import TemplateAssertionError, TemplateSyntaxError, position
 from .positions import meta_span, token_span  # noqa: F401 - imported from here too
-from .tagstream import check_variable_end, trimmed
+from .tokens import Token
 from .whitespace import Options, normalize_newlines, trim
 
 CONSTANT_NAMES = {"true": True, "True": True, "false": False, "False": False,
@@ -37,6 +36,12 @@ def _check_keyword_ends(source: str, start: int, keyword: str) -> None:
 def _context_mode(parts: list, default: bool) -> bool:
     """Whether an include or import passes the context: `with context`, `without context`."""
     return next((part[1] for part in parts if type(part) is tuple and part[:1] == ("context",)), default)
+
+
+def _word(tok: str) -> str:
+    """A name, attribute, operator or keyword as the node keeps it: one shared string per word
+    (a template reads `message` or `content` dozens of times; the nodes keep one copy)."""
+    return sys.intern(str(tok))
 
 
 _WORD = re.compile(r"\w")
@@ -67,12 +72,13 @@ def decode_int(text: str) -> int:
     return int(text.replace("_", ""), 0) if text[:2].lower() in ("0b", "0o", "0x") else int(text.replace("_", ""))
 
 
-@v_args(meta=True)
-class AstBuilder(Transformer_NonRecursive):
-    """Builds `ast` nodes. Extensions add methods for their own rules (see grammar.parser)."""
+class AstBuilder:
+    """Builds `ast` nodes: each public method is a rule's, called with the rule's positions (a
+    Lark-shaped `meta`) and its children. Extensions add methods for their own rules (see
+    grammar.parser). The one-pass parse calls them as it reduces (grammar/onepass.py); the
+    two-pass parse through a Lark transformer made from this class (grammar/larktables.py)."""
 
     def __init__(self, source: str, options: Options, delimiters: Optional[Delimiters] = None) -> None:
-        super().__init__(visit_tokens=False)
         self.source = source
         self.options = options
         self.delimiters = delimiters  # None: the defaults, read from the source around each text
@@ -97,6 +103,7 @@ class AstBuilder(Transformer_NonRecursive):
 
     def _token_node(self, tok: Token):
         if self.delimiters is not None:  # custom: the tag stream said what surrounds each text
+            from .tagstream import trimmed  # imports Lark, which custom delimiters parse with
             text = trimmed(tok, self.source, self.options, self.delimiters)
         elif tok.type == "TEXT":
             text = trim(self.source, tok.start_pos, tok.end_pos, self.options)
@@ -114,6 +121,7 @@ class AstBuilder(Transformer_NonRecursive):
         # VAR_OPEN expr RBRACE RBRACE: the braces must touch (so must any closer's brackets)
         self._check_touching(children[2:])
         if self.delimiters is not None:
+            from .tagstream import check_variable_end  # imports Lark, as custom delimiters do
             check_variable_end(children[2:], self.delimiters, self.source)
         return ast.Output(meta_span(meta), children[1])
 
@@ -181,23 +189,23 @@ class AstBuilder(Transformer_NonRecursive):
         name = children[0]
         if name in CONSTANT_NAMES:  # Jinja2 reads them as constants, then refuses the target
             raise TemplateSyntaxError("can't assign to 'const'", lineno=meta.line, column=meta.column)
-        return ast.NameTarget(meta_span(meta), str(name))
+        return ast.NameTarget(meta_span(meta), _word(name))
 
     def tuple_target(self, meta, children):
         return ast.TupleTarget(meta_span(meta), tuple(children))
 
     def namespace_target(self, meta, children):
-        return ast.NamespaceTarget(meta_span(meta), str(children[0]), str(children[1]))
+        return ast.NamespaceTarget(meta_span(meta), _word(children[0]), _word(children[1]))
 
     def print_stmt(self, meta, children):
         return tuple(ast.Output(expr.span, expr) for expr in children)
 
     def macro_stmt(self, meta, children):
         name, *params, body = children
-        return ast.Macro(meta_span(meta), str(name), check_params(params, meta, body), body)
+        return ast.Macro(meta_span(meta), _word(name), check_params(params, meta, body), body)
 
     def param(self, meta, children):
-        return ast.Parameter(str(children[0]), children[1] if len(children) > 1 else None)
+        return ast.Parameter(_word(children[0]), children[1] if len(children) > 1 else None)
 
     def call_stmt(self, meta, children):
         params: tuple = ()
@@ -245,7 +253,7 @@ class AstBuilder(Transformer_NonRecursive):
         if "required" in flags and any(type(n) is not ast.Text or not n.text.isspace() for n in body):
             raise TemplateSyntaxError("Required blocks can only contain comments or whitespace",
                                       lineno=meta.end_line, column=meta.end_column)
-        return ast.Block(meta_span(meta), str(name), body, "scoped" in flags, "required" in flags)
+        return ast.Block(meta_span(meta), _word(name), body, "scoped" in flags, "required" in flags)
 
     def block_scoped(self, meta, children):
         return ("flag", "scoped")
@@ -269,7 +277,7 @@ class AstBuilder(Transformer_NonRecursive):
 
     def import_stmt(self, meta, children):
         template, target, *rest = children
-        return ast.Import(meta_span(meta), template, str(target), _context_mode(rest, False))
+        return ast.Import(meta_span(meta), template, _word(target), _context_mode(rest, False))
 
     def from_stmt(self, meta, children):
         template, *rest = children
@@ -285,7 +293,7 @@ class AstBuilder(Transformer_NonRecursive):
         if name.startswith("_"):
             raise TemplateAssertionError("names starting with an underline can not be imported",
                                          lineno=name.line, column=name.column)
-        return ("name", str(name), str(children[-1]))
+        return ("name", _word(name), _word(children[-1]))
 
     # ------------------------------------------------------------------ expressions
     def tuple(self, meta, children):
@@ -311,7 +319,7 @@ class AstBuilder(Transformer_NonRecursive):
 
     def unary(self, meta, children):
         op, operand = children
-        return ast.Unary(meta_span(meta), "not" if op.type == "NOT" else str(op), operand)
+        return ast.Unary(meta_span(meta), "not" if op.type == "NOT" else _word(op), operand)
 
     def compare(self, meta, children):
         first, rest = children[0], children[1:]
@@ -325,7 +333,7 @@ class AstBuilder(Transformer_NonRecursive):
 
     def binary(self, meta, children):
         left, op, right = children
-        return ast.Binary(meta_span(meta), str(op), left, right)
+        return ast.Binary(meta_span(meta), _word(op), left, right)
 
     def concat(self, meta, children):
         left, right = children
@@ -361,11 +369,11 @@ class AstBuilder(Transformer_NonRecursive):
         return node
 
     def dotted_name(self, meta, children):
-        return ".".join(children)
+        return _word(".".join(children))
 
     def getattr(self, meta, children):
         obj, attr = children
-        key = decode_int(attr) if attr.type == "INT" else str(attr)
+        key = decode_int(attr) if attr.type == "INT" else _word(attr)
         return ast.GetAttr(meta_span(meta), obj, key)
 
     def getitem(self, meta, children):
@@ -416,7 +424,7 @@ class AstBuilder(Transformer_NonRecursive):
         return ("positional", children[0])
 
     def arg_keyword(self, meta, children):
-        return ("keyword", (str(children[0]), children[1]))
+        return ("keyword", (_word(children[0]), children[1]))
 
     def arg_star(self, meta, children):
         return ("star", children[1])
@@ -425,7 +433,7 @@ class AstBuilder(Transformer_NonRecursive):
         return ("dstar", children[1])
 
     def name(self, meta, children):
-        name = str(children[0])
+        name = _word(children[0])
         if name in CONSTANT_NAMES:
             return ast.Const(meta_span(meta), CONSTANT_NAMES[name])
         return ast.Name(meta_span(meta), name)
@@ -492,7 +500,7 @@ def builder_class(extra_rules: dict[str, Callable]) -> type:
     """An AstBuilder that also knows the rules of the enabled extensions."""
     if not extra_rules:
         return AstBuilder
-    methods = {name: v_args(meta=True)(_as_method(fn)) for name, fn in extra_rules.items()}
+    methods = {name: _as_method(fn) for name, fn in extra_rules.items()}
     return type("ExtendedAstBuilder", (AstBuilder,), methods)
 
 

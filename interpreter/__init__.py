@@ -1,7 +1,6 @@
 """jinjamark: a Jinja engine for LLM chat templates that knows which characters came from input."""
 from .autoescape import select_autoescape
 from .chat import ChatTemplate, chat_environment
-from .chat.analysis import Analysis, analyze
 from .environment import Environment, RenderContext, Template
 from .environment_tools import pass_context, pass_environment, pass_eval_context
 from .errors import (ExtensionError, InputTypeError, LimitExceeded, SecurityError,
@@ -20,6 +19,14 @@ from .undefined import (ChainableUndefined, DebugUndefined, StrictUndefined, Und
 from .values import mark_input
 
 from .version import __version__  # the one version source; pyproject.toml reads it too
+
+
+def __getattr__(name: str):
+    """`analyze` and `Analysis`, imported on first use: a render does not need the analysis."""
+    if name in ("analyze", "Analysis"):
+        from .chat import analysis
+        return getattr(analysis, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "analyze", "Analysis",

@@ -40,12 +40,14 @@ def check(env: Any, tree: ast.Template, name: Optional[str], source: str) -> Non
                                  "extension defines it", node, name, source)
         if kind is ast.Logical and _refuses(env, node.right) and _short_circuits(env, node):
             continue  # `none and x`: Jinja2 folds the constant away and never compiles x
-        inner = frame_fields(kind)  # run in a new frame: no longer "soft" there
         soft = soft or kind is ast.If or kind is ast.CondExpr
-        for field in getattr(kind, "__dataclass_fields__", ()):
-            if field != "span":
-                value = getattr(node, field)
-                stack.extend((child, soft and field not in inner) for child in ast.nodes_in(value))
+        inner = frame_fields(kind) if soft else ()  # run in a new frame: no longer "soft" there
+        if not inner:  # every child as soft as this node (most nodes: one call for all children)
+            stack.extend([(child, soft) for child in ast.children(node)])
+            continue
+        for field in ast.child_fields(kind):
+            value = getattr(node, field)
+            stack.extend((child, field not in inner) for child in ast.nodes_in(value))
 
 def _refuses(env: Any, node: ast.Node) -> bool:
     """Whether `node` names a filter or test the environment does not have: only then does

@@ -6,7 +6,6 @@ shows when the result is used), single-pass and always true in a test; `|list` m
 """
 from __future__ import annotations
 
-import random
 from collections import abc
 from itertools import groupby
 from typing import Any, Callable, Iterator, Optional
@@ -37,6 +36,7 @@ def do_last(env: Any, seq: Any) -> Any:
 
 @pass_environment
 def do_random(env: Any, seq: Any) -> Any:
+    import random  # here: a millisecond at every start, for a filter chat templates never use
     try:
         return random.choice(seq)
     except IndexError:

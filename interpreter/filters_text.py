@@ -5,9 +5,7 @@ of `marks`) and makes the result input wherever it cannot tell (`marks.taint`).
 """
 from __future__ import annotations
 
-import pprint
 import re
-import textwrap
 from typing import Any, Optional
 
 from .limits import check_printable, check_size, check_width
@@ -137,6 +135,7 @@ def do_wordwrap(env: Any, s: Any, width: int = 79, break_long_words: bool = True
     if wrapstring is None:
         wrapstring = getattr(env, "newline_sequence", "\n")
     paragraphs = []
+    import textwrap  # here: its class compiles regexes on import (5 ms at every start)
     for line in s.splitlines():
         wrapped = textwrap.wrap(marks.plain(line), width=width, expand_tabs=False,
                                 replace_whitespace=False, break_long_words=break_long_words,
@@ -184,4 +183,5 @@ def do_pprint(value: Any) -> str:
     check_printable(value)
     # pprint wraps long str (not str subclasses): format the plain data, so that the text is
     # render()'s, then mark all of it when any of it was input (no character map)
+    import pprint  # here, as textwrap: a filter templates rarely use
     return marks.taint(pprint.pformat(marks.unmarked(value)), value)

@@ -8,7 +8,6 @@ leaves it alone, as escaping a `Markup` would.
 """
 from __future__ import annotations
 
-import html
 import re
 from typing import Any
 
@@ -315,6 +314,7 @@ class Markup(str):
 
     def unescape(self) -> str:
         """The text with HTML entities turned back into characters."""
+        import html  # here: html.entities costs a millisecond at every start
         return html.unescape(str.__str__(self))
 
     def striptags(self) -> str:

@@ -28,10 +28,12 @@ from jinjamark.grammar.parser import _without_trailing_newline
 
 def two_pass(env, source: str):
     """The AST as Lark's two passes build it (a tree, then the transformer), or the error."""
+    from jinjamark.grammar.larktables import lark_transformer
     parser = env._parser
     text = source if env.options.keep_trailing_newline else _without_trailing_newline(source)
     try:
-        return parser.builder(text, env.options, parser._custom).transform(parser.lark.parse(text))
+        builder = lark_transformer(parser.builder)(text, env.options, parser._custom)
+        return builder.transform(parser.lark.parse(text))
     except Exception as e:  # noqa: BLE001 - compared by type with the one-pass outcome
         return e
 
@@ -192,11 +194,16 @@ def test_an_extension_node_may_be_a_frozen_slotted_dataclass_of_its_own():
 
 def test_the_shipped_tables_are_those_of_the_current_default_grammars():
     from jinjamark.grammar import tables
+    from jinjamark.grammar.larktables import plain_tables
     for env in (jinjamark.Environment(), jinjamark.chat_environment()):
         parser = env._parser
         path = tables.path_for(parser.grammar, parser.lark_options)
         assert os.path.exists(path), ("the grammar changed: regenerate the shipped parser tables "
                                       "with `python -m jinjamark.grammar.tables`")
+        shipped = tables.load_plain(parser.grammar, parser.lark_options)
+        assert shipped is not None, "regenerate the shipped tables: `python -m jinjamark.grammar.tables`"
+        # the plain tables as read from the Lark parser of the grammar now: the same
+        assert shipped == plain_tables(parser.lark, frozenset(parser.lark_options["lexer_callbacks"]))
 
 
 def test_a_grammar_of_its_own_is_built_not_loaded_from_the_shipped_tables():
@@ -206,6 +213,9 @@ def test_a_grammar_of_its_own_is_built_not_loaded_from_the_shipped_tables():
     other = jinjamark.Environment(variable_start_string="<<", variable_end_string=">>")._parser
     assert not os.path.exists(tables.path_for(other.grammar, other.lark_options))
     assert tables.load(parser.grammar + "\n", parser.lark_options) is None
+    assert tables.load_plain(parser.grammar, parser.lark_options) is None
+    assert tables.load_plain(parser.grammar + "\n", parser.lark_options) is None
+    assert parser.tables is not None and parser._one_pass is not None  # read from its Lark parser
 
 
 def test_the_first_process_on_a_machine_loads_the_shipped_tables_without_building(tmp_path):
@@ -236,6 +246,8 @@ def test_shipped_tables_parse_as_built_tables_do():
     finally:
         del os.environ["JINJAMARK_NO_SHIPPED_TABLES"]
     assert shipped.lark is not built.lark
+    assert shipped.tables is not built.tables  # read from the freshly built parser (its states
+    # are numbered differently from build to build): both parse every template alike
     options = jinjamark.chat_environment().options
     for name, source in chat_templates()[::4]:
         assert shipped.parse(source, name, options) == built.parse(source, name, options), name
@@ -326,9 +338,25 @@ def test_walk_and_children_visit_every_node_in_source_order():
             assert [id(n) for n in ast.children(node)] == [id(n) for n in _reference_children(node)]
 
 
-def test_importing_jinjamark_imports_no_lark_until_a_parser_is_made():
+def test_the_default_grammars_parse_without_lark_until_a_template_fails():
+    """The shipped plain tables (grammar/larktables.py) run the one-pass parse with no Lark
+    imported; the first template that fails to parse loads Lark for the two-pass parse, whose
+    error is the one it always gave."""
     code = ("import sys, jinjamark\n"
             "print('lark' in sys.modules)\n"
             "jinjamark.Environment().from_string('{{ 1 }}').render()\n"
-            "print('lark' in sys.modules)\n")
-    assert _fresh(code).split() == ["False", "True"]
+            "jinjamark.ChatTemplate('{% for m in messages %}{{ m.content }}{% endfor %}').render("
+            "[{'role': 'user', 'content': 'hi'}])\n"
+            "print('lark' in sys.modules)\n"
+            "try:\n"
+            "    jinjamark.chat_environment().from_string('{{ a + }}')\n"
+            "except jinjamark.TemplateSyntaxError as e:\n"
+            "    print(e.lineno, e.column, 'lark' in sys.modules)\n")
+    assert _fresh(code).split() == ["False", "False", "1", "8", "True"]
+
+
+def test_a_grammar_without_shipped_tables_imports_lark_when_its_parser_is_made():
+    code = ("import sys, jinjamark\n"
+            "env = jinjamark.Environment(extensions=['do'])\n"
+            "print('lark' in sys.modules, env.from_string('{% do x %}{{ 1 }}').render())\n")
+    assert _fresh(code).split() == ["True", "1"]
