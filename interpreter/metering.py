@@ -239,15 +239,23 @@ def metered(fn: Callable, cost: float, walk: Optional[int] = None, base: float =
     long conversation is not refused."""
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
-        current = _meter.get() or meter()
-        current.charge(base + cost * arguments_size(args, kwargs))
-        if walk is not None:
-            current.charge(walked(*args[walk:], *kwargs.values()))
+        units = base + cost * arguments_size(args, kwargs)
+        if units >= SMALL_WORK or walk is not None:
+            current = _meter.get() or meter()
+            current.charge(units)
+            if walk is not None:
+                current.charge(walked(*args[walk:], *kwargs.values()))
         result = fn(*args, **kwargs)
-        if isinstance(result, _RESULTS):
-            current.charge(len(result) * COPY)
+        if isinstance(result, _RESULTS) and len(result) * COPY >= SMALL_WORK:
+            charge(len(result) * COPY)
         return result
     return call
+
+
+# Work below this many units is left to the fuel: a call is a step that weighs ten (WEIGHTS in
+# compiling/core.py), and the fuel's bound on steps bounds what small calls can add up to
+# (15M fuel / 10 * 512 units stays below the default max_work of 500M).
+SMALL_WORK = 512
 
 
 def charge_building(left: Any, right: Any) -> None:

@@ -91,6 +91,10 @@ CASES += [
       "k": "role", "ks": [1], "d": {"role": {"x": 1}, 1: {"x": 2}}, "s": "str", "n": 1.0, "one": 1}),
     ("{% for m in ms %}{% if ms[loop.index0]['role'] == 'u' %}U{% elif ms[loop.index0]['role'] == 'a' %}A"
      "{% else %}-{% endif %}{% endfor %}", {"ms": [{"role": "u"}, {"role": "a"}, {"role": "x"}, {}]}),
+    # membership in a list of text literals, in a set; anything but text as in general
+    ("{% for m in ms %}{{ m.role in ['user', 'system'] }}{{ m.role not in ('a', 'b') }}"
+     "{{ m.role in ['1'] }}|{% endfor %}",
+     {"ms": [{"role": "user"}, {"role": "a"}, {"role": 1}, {"role": None}, {"role": ["a"]}, {}]}),
     # `a + b` at once for short plain text and numbers, as binary adds anything else
     ("{{ 'a' + x }}|{{ x + 'b' }}|{{ 1 + n }}|{{ n + 1.5 }}|{{ true + n }}|{{ xs + xs }}|{{ long + 'x' }}",
      {"x": "X", "n": 2, "xs": [1], "long": "y" * 300}),

@@ -14,7 +14,7 @@ from ..metering import charge_walk
 from ..marks import Input
 from ..numbers import InputInt
 from ..methods import DICT_METHODS, MUTATING_METHODS
-from ..runtime import LoopContext
+from ..runtime import LoopContext, Namespace
 from ..undefined import MISSING
 from ..values import get_attribute, get_item
 from .core import Code, compile_node, compiles
@@ -180,6 +180,9 @@ def _variable_attribute(node: ast.GetAttr, name: str, plain: bool) -> Code:
 def _variable_read(node: Any, name: str, key: Any, plain: bool, read: Any) -> Code:
     """`name[key]` (`read` is get_item) or `name.key` (get_attribute; `plain`: not a dict
     method's name, so a dict's item is the attribute)."""
+    attribute = read is get_attribute and type(key) is str and key[:1] != "_"
+    index = read is get_item and type(key) is int
+
     def variable_read(ev: Any, scope: Any) -> Any:
         while scope is not None:
             obj = scope.vars.get(name, _ABSENT)
@@ -189,12 +192,19 @@ def _variable_read(node: Any, name: str, key: Any, plain: bool, read: Any) -> Co
         if obj is _ABSENT or obj is MISSING:
             obj = ev.lookup_missing(name)
         try:
-            if plain and type(obj) is dict:
+            kind = type(obj)
+            if plain and kind is dict:
                 value = obj.get(key, _ABSENT)
                 if value is not _ABSENT:
                     return value
-            elif type(obj) is LoopContext and key in LOOP_PROPERTIES:  # `loop.index`
+            elif kind is LoopContext and key in LOOP_PROPERTIES:  # `loop.index`
                 return getattr(obj, key)
+            elif kind is Namespace and attribute:  # `ns.found`
+                value = obj.attrs.get(key, _ABSENT)
+                if value is not _ABSENT:
+                    return value
+            elif kind is list and index and -len(obj) <= key < len(obj):  # `messages[0]`
+                return obj[key]
             return read(obj, key, ev.undefined, ev.mutable)
         except Exception as e:
             ev.fail(e, node)

@@ -253,6 +253,32 @@ def compile_compare(node: ast.Compare) -> Code:
         return _equals_constant(node, first)
     ops = tuple((op, COMPARE.get(op), constant(expr), op == "in" or op == "not in")
                 for op, expr in node.ops)
+    texts = _literal_texts(node)
+    if texts is not None:  # `m['role'] in ['user', 'system']`: text found in a set
+        inside, items = node.ops[0][0] == "in", ops[0][2][1]
+
+        def among(ev: Any, scope: Any) -> Any:
+            left = first(ev, scope)
+            kind = type(left)
+            if kind is str or kind is Input:
+                return (left in texts) is inside
+            return _compare_rest(ev, node, ops, left, items(ev, scope))
+        return among
+    return _compare(node, first, ops)
+
+
+def _literal_texts(node: ast.Compare) -> Any:
+    """The texts of `x in ['a', 'b']` (or `not in`, a tuple) as a set, else None."""
+    if len(node.ops) != 1 or node.ops[0][0] not in ("in", "not in"):
+        return None
+    right = node.ops[0][1]
+    if type(right) not in (ast.ListLiteral, ast.TupleLiteral) or not right.items or not all(
+            type(item) is ast.Const and type(item.value) is str for item in right.items):
+        return None
+    return frozenset(item.value for item in right.items)
+
+
+def _compare(node: ast.Compare, first: Code, ops: tuple) -> Code:
     numeric = COMPARE.get(node.ops[0][0]) if len(ops) == 1 and not ops[0][3] else None
 
     def compare(ev: Any, scope: Any) -> Any:

@@ -121,15 +121,23 @@ def compile_if(node: ast.If) -> Code:
 
     def if_(ev: Any, scope: Any) -> None:
         i = -1
+        start = 0
         if switched:  # `m['role']` read once, its branch found by the literal it equals
             value = read(ev, scope)
             kind = type(value)
             if kind is str or kind is Input:
                 i = table.get(value, -1)
-                if i < 0:  # none of those tests holds: the others are tried in turn
-                    i = _first_true(ev, node, tests, switched, scope)
+                start = switched  # if none of those tests holds, the others are tried in turn
         if i < 0:
-            i = _first_true(ev, node, tests, 0, scope)
+            i = start
+            for test in tests[start:] if start else tests:
+                value = test(ev, scope)
+                try:
+                    if value:
+                        break
+                except Exception as e:  # a strict undefined refuses to be tested
+                    ev.fail(e, node)
+                i += 1
         entry = compiled[i]
         if entry is None:
             entry = compiled[i] = compile_statements(bodies[i])
@@ -140,19 +148,6 @@ def compile_if(node: ast.If) -> Code:
         for code in codes:
             code(ev, scope)
     return if_
-
-
-def _first_true(ev: Any, node: ast.If, tests: tuple, i: int, scope: Any) -> int:
-    """The index of the first test from `i` on that holds (len(tests): none, the else body)."""
-    for test in tests[i:]:
-        value = test(ev, scope)
-        try:
-            if value:
-                return i
-        except Exception as e:  # a strict undefined refuses to be tested
-            ev.fail(e, node)
-        i += 1
-    return i
 
 
 def _switch(node: ast.If) -> tuple[Any, dict, int]:
