@@ -16,7 +16,7 @@ import weakref
 from typing import Iterable, Mapping, Optional, Sequence
 
 from .errors import TemplateError
-from .parser import Parser, Syntax, core_grammar, get_parser
+from .parser import Parser, Syntax, core_grammar, get_parser, has_shipped_tables
 
 # A tag opener in the core's style: one terminal per keyword, named after it, `-`/`+` folded in.
 OPENER = re.compile(r"^\s*/\\\{%\[-\+\]\?\\s\*(\w+)\(\?!\\w\)/\s*$")
@@ -40,7 +40,10 @@ class ExtensionError(TemplateError):
 
 def compose(syntaxes: tuple[Syntax, ...], strict: bool = False, **options) -> Parser:
     """The parser for the core plus `syntaxes` (in the order given), or an `ExtensionError`."""
-    check_fragments(syntaxes)
+    if not strict and has_shipped_tables(syntaxes, **options):
+        check_rules(syntaxes)  # the fragments were checked when their tables were made
+    else:
+        check_fragments(syntaxes)
     if strict and importlib.util.find_spec("interegular") is None:
         raise ExtensionError("strict grammar checks need the 'interegular' package "
                              "(pip install interegular)", [s.name for s in syntaxes])
@@ -78,12 +81,22 @@ def check_fragments(syntaxes: Iterable[Syntax]) -> None:
             _claim(owners, name, s.name, f"the {'rule' if _is_rule(name) else 'terminal'} {name!r}")
         for name, pattern in terminal_patterns(s.grammar).items():
             _claim(patterns, pattern, s.name, f"a terminal matching {pattern} ({name})")
-        for rule in s.rules:
-            if rule in _core_builders():
-                raise ExtensionError(f"extension {s.name!r} has a builder for {rule!r}, which the "
-                                     "core builds: give the rule or alias a name of its own",
-                                     [s.name])
-            _claim(builders, rule, s.name, f"a builder for {rule!r}")
+        _check_rules(s, builders)
+
+
+def check_rules(syntaxes: Iterable[Syntax]) -> None:
+    """The builders' part of `check_fragments`: none shadows the core's or another's."""
+    builders: dict[str, str] = {}
+    for s in syntaxes:
+        _check_rules(s, builders)
+
+
+def _check_rules(s: Syntax, builders: dict[str, str]) -> None:
+    for rule in s.rules:
+        if rule in _core_builders():
+            raise ExtensionError(f"extension {s.name!r} has a builder for {rule!r}, which the "
+                                 "core builds: give the rule or alias a name of its own", [s.name])
+        _claim(builders, rule, s.name, f"a builder for {rule!r}")
 
 
 def _core_builders() -> Mapping[str, object]:

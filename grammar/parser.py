@@ -87,6 +87,20 @@ def cache_folder() -> Optional[str]:
     return folder
 
 
+# The options that shape a parser's tables (grammar/tables.py keys shipped tables by them)
+LARK_OPTIONS = dict(parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=True)
+
+
+def has_shipped_tables(syntaxes: tuple[Syntax, ...], delimiters: Delimiters = DEFAULT) -> bool:
+    """Whether the grammar of these extensions has plain tables shipped in the package: a grammar
+    made and checked when they were generated (grammar/tables.py), whose fragments need no
+    checking again (grammar/compose.py)."""
+    if not delimiters.is_default or _no_shipped():
+        return False
+    grammar = grammar_text(core_grammar(), [s.grammar for s in syntaxes], delimiters).text
+    return tables.load_plain(grammar, LARK_OPTIONS) is not None
+
+
 class Parser:
     """Source text to `ast.Template` for one grammar (the core plus some extensions).
 
@@ -104,8 +118,7 @@ class Parser:
         generated = grammar_text(core_grammar(), [s.grammar for s in syntaxes], delimiters)
         self.grammar = generated.text  # with the default delimiters, the files' text unchanged
         callbacks = {"NAME": _identifier}
-        options = dict(parser="lalr", lexer="contextual", propagate_positions=True,
-                       maybe_placeholders=True, strict=strict, lexer_callbacks=callbacks)
+        options = dict(LARK_OPTIONS, strict=strict, lexer_callbacks=callbacks)
         if not delimiters.is_default:
             # Which tag the lexer is in, line ends, whitespace facts: grammar/tagstream.py
             from .tagstream import TagStream  # imports Lark

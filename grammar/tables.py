@@ -94,6 +94,8 @@ def load_plain(grammar: str, options: dict) -> Optional[dict]:
     for it (or they cannot be read): read with `marshal`, no Lark imported."""
     import marshal
     key = plain_key(grammar, options)
+    if key in _loaded:
+        return _loaded[key]
     try:
         with open(plain_path(key), "rb") as f:
             saved = marshal.loads(zlib.decompress(f.read()))
@@ -101,7 +103,11 @@ def load_plain(grammar: str, options: dict) -> Optional[dict]:
         return None
     if type(saved) is not dict or saved.get("key") != key:  # another grammar, by a rare chance
         return None
+    _loaded[key] = saved["tables"]
     return saved["tables"]
+
+
+_loaded: dict[str, dict] = {}  # key -> the tables read (the default grammars': two at most)
 
 
 def save_plain(tables: dict, grammar: str, options: dict, folder: str = FOLDER) -> str:

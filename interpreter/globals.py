@@ -1,7 +1,6 @@
 """The global functions every template sees: range, dict, lipsum, cycler, joiner, namespace."""
 from __future__ import annotations
 
-import random
 from typing import Any
 
 from . import limits, metering
@@ -66,6 +65,7 @@ def lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:
 def _lorem_paragraph(min_words: int, max_words: int) -> str:
     """Random words, no word twice in a row, with commas and full stops now and then. The calls
     to `random` are Jinja2's, one for one."""
+    import random  # here: a millisecond at every start, for a global chat templates never use
     words: list[str] = []
     capitalize, last_comma, last_fullstop, last = True, 0, 0, None
     for idx in range(random.randrange(min_words, max_words)):
