@@ -272,3 +272,35 @@ def test_template_data_keeps_every_dict_s_order_and_shares_what_is_plain(value):
     if ordered(got) == ordered(value) and "tuple" not in repr(ordered(value)):
         assert got is value  # nothing to change: the caller's dict itself, not a copy (a tuple
         # is always rebuilt, as in transformers)
+
+
+def kinds(value):
+    """The exact types all through (a marked string's class included), dict order kept."""
+    if isinstance(value, dict):
+        return [(type(k), kinds(v)) for k, v in value.items()]
+    if isinstance(value, (list, tuple)):
+        return (type(value), [kinds(v) for v in value])
+    return type(value)
+
+
+mixed_conversations = st.lists(st.one_of(
+    st.fixed_dictionaries({"role": roles, "content": texts}), messages.map(lambda ms: ms[0])), min_size=1, max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(mixed_conversations, st.booleans())
+def test_a_conversation_flat_up_to_some_message_is_cleaned_and_marked_as_the_walk_does(conversation, marks):
+    walk = normalize.marked if marks else normalize.plain
+    want = normalize.template_messages(normalize.normalize_messages(conversation), walk, shortcut=False)
+    got = normalize.clean_conversation(conversation, marks)
+    assert got == want == transformers_messages(conversation)
+    assert kinds(got) == kinds(want)  # the same marks: Inputs where the walk makes them
+    assert normalize.template_messages(normalize.normalize_messages(conversation), walk) == want
+    assert normalize.clean_conversation(conversation, marks, read=False) is None
+
+
+def test_a_conversation_not_read_is_still_checked():
+    with pytest.raises(TypeError, match="Chat messages should be dicts"):
+        normalize.clean_conversation([{"role": "user", "content": "q"}, "not a message"], True, read=False)
+    with pytest.raises(TypeError, match="Chat messages should be dicts"):
+        normalize.clean_conversation([{"role": "user", "content": "q"}, "not a message"], True)

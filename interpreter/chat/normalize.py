@@ -283,11 +283,15 @@ def template_messages(messages: list[dict], walk: Callable[[Any, int], Any],
     """Normalised messages as the template sees them: walked, reasoning aliased; with marks, a
     role named in `trusted_roles` left unmarked. Always a new list (continuation edits it).
     `shortcut`: try `flat_messages` first (False: the caller found them not flat already)."""
-    if shortcut and (walk is plain or walk is marked):
-        flat = flat_messages(messages, walk is marked, trusted_roles)
+    out: list = []
+    if shortcut and walk is plain:
+        flat = flat_messages(messages, False)
         if flat is not None:
-            return flat if walk is marked else list(flat)
-    out = []
+            return list(flat)
+    elif shortcut and walk is marked:
+        out = marked_flat_prefix(messages, trusted_roles)
+        if out:
+            messages = messages[len(out):]
     add = out.append
     by_dict = _marked_dict if walk is marked else _plain_dict if walk is plain else None
     for message in messages:
@@ -303,10 +307,10 @@ def template_messages(messages: list[dict], walk: Callable[[Any, int], Any],
 
 
 # ---------------------------------------------------------------------------- flat conversations
-# Most conversations are lists of dicts of a few strings: every step above leaves them as they
-# are. They are recognised with C-level scans (no Python code per message), and then passed on
-# unchanged (`render`) or marked by a dict per message built in C (`render_parts`): the cleaning
-# costs a small fraction of what the per-message walk cost (a third of a ChatML render).
+# Most conversations are lists of dicts of a few strings, which every step above leaves as they
+# are: `render` recognises them with C-level scans (no Python code per message) and passes them
+# on unchanged; `render_parts` marks them in one loop that checks as it goes, and hands the walk
+# only what follows the first message that is not flat.
 
 _DICTS = frozenset((dict,))
 _STRS = frozenset((str,))
@@ -321,35 +325,67 @@ def flat_messages(conversation: Any, marks: bool,
     exact str, int, float or bool (not None: that key would be dropped). transformers' cleaning
     gives such a conversation back equal to itself, so without `marks` it is returned as it is
     (shared: a template cannot change its data). With `marks`, flat needs every value a non-empty
-    str (what `marked` makes an Input); the result is a new list of new dicts. The checks are
-    C-level scans (no Python code per message), made before any marking so that a conversation
-    found not flat has cost no wasted work."""
+    str (what `marked` makes an Input); the result is a new list of new dicts."""
+    if marks:
+        done = marked_flat_prefix(conversation, trusted_roles)
+        return done if type(conversation) is list and len(done) == len(conversation) else None
     if type(conversation) is not list or not _DICTS.issuperset(map(type, conversation)):
         return None
     keys = set().union(*conversation)
     if not _STRS.issuperset(map(type, keys)) or not keys.isdisjoint(REASONING_FIELDS):
         return None
     values = chain.from_iterable(map(dict.values, conversation))
-    if not marks:
-        return conversation if _FLAT.issuperset(map(type, values)) else None
-    values = list(values)
-    if not _STRS.issuperset(map(type, values)) or "" in values:
-        return None
-    return _marked_flat(conversation, {key: _mark_str(key) for key in keys}, trusted_roles)
+    return conversation if _FLAT.issuperset(map(type, values)) else None
 
 
-def _marked_flat(conversation: list, names: dict, trusted_roles: frozenset) -> list[dict]:
-    """`template_messages(conversation, marked)` of a flat conversation of non-empty strings
-    (`names`: each key's marked form): a new dict per message, every value an Input, a trusted
-    role plain."""
-    out = []
+def marked_flat_prefix(conversation: Any, trusted_roles: frozenset = TRUSTED_ROLES) -> list[dict]:
+    """`template_messages(..., marked)` of the conversation's longest flat prefix (empty when the
+    conversation is no list): messages whose keys are str (no reasoning alias) and values
+    non-empty str, each a new dict of Inputs (a trusted role plain). The checks run as it marks:
+    cheaper than a scan first, and the work is kept when a later message is not flat."""
+    out: list[dict] = []
+    if type(conversation) is not list:
+        return out
+    names: dict = {}  # each key's marked form, made once per conversation
     add = out.append
     for message in conversation:
+        if type(message) is not dict:
+            return out
         m = {}
         for k, v in message.items():
-            m[names[k]] = Input(v)
+            if type(v) is not str or not v:
+                return out
+            key = names.get(k)
+            if key is None:
+                if type(k) is not str or k in REASONING_FIELDS:
+                    return out
+                key = names[k] = _mark_str(k)
+            m[key] = Input(v)
         role = message.get("role")
         if role in trusted_roles:
             m["role"] = role
         add(m)
     return out
+
+
+def clean_conversation(conversation: Any, marks: bool, trusted_roles: frozenset = TRUSTED_ROLES,
+                       read: bool = True) -> Optional[list]:
+    """`template_messages(normalize_messages(conversation), walk)`, the flat part without either
+    step's per-message work; None when the template does not `read` the messages (they are
+    still checked as transformers checks them). Raises what the two steps raise, in their order:
+    the shortcut runs no code of the caller's objects and cannot fail."""
+    if not read:
+        normalize_messages(conversation)
+        return None
+    if not marks:
+        flat = flat_messages(conversation, False)
+        if flat is not None:
+            return flat
+        return template_messages(normalize_messages(conversation), plain, trusted_roles, shortcut=False)
+    done = marked_flat_prefix(conversation, trusted_roles)
+    if not done:
+        return template_messages(normalize_messages(conversation), marked, trusted_roles, shortcut=False)
+    if len(done) == len(conversation):
+        return done
+    rest = normalize_messages(conversation[len(done):])  # the flat ones need no normalising
+    return done + template_messages(rest, marked, trusted_roles, shortcut=False)

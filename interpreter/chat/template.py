@@ -17,7 +17,7 @@ from ..output import Part, to_parts
 from . import continuation
 from .loading import (Templates, load_folder, select_template, special_tokens_of_tokenizer,
                       templates_of_tokenizer, token_text)
-from .normalize import (TRUSTED_ROLES, check_documents, check_tools, flat_messages, marked,
+from .normalize import (TRUSTED_ROLES, check_documents, check_tools, clean_conversation, marked,
                         normalize_messages, plain, split_batch, template_messages)
 from .profile import shared_environment
 
@@ -153,17 +153,11 @@ class ChatTemplate:
         template = self.compiled(self.templates)  # a syntax error first, as transformers
         render = _Render(self, template, self.templates, check_tools(tools),
                          check_documents(documents), add_generation_prompt, {}, False)
-        # A flat conversation (the commonest) is cleaned and marked in one step, which cannot
-        # fail: no error moves before the ones above. Any other takes transformers' steps.
+        # normalize_messages and template_messages in one step, a flat conversation (the
+        # commonest) without the per-message walk: no error moves before the ones above.
         reads = template.names_read
-        walked = None
-        if reads is None or "messages" in reads:
-            walked = flat_messages(messages, parts, self.trusted_roles)
-        if walked is None:
-            messages = normalize_messages(messages)
-            if reads is None or "messages" in reads:
-                walked = template_messages(messages, marked if parts else plain,
-                                           self.trusted_roles, shortcut=False)
+        walked = clean_conversation(messages, parts, self.trusted_roles,
+                                    reads is None or "messages" in reads)
         context = render.context(messages, parts, walked)
         pieces = template._render(context, self.overlay)  # the context is ours to use
         return to_parts(pieces) if parts else "".join(pieces)
