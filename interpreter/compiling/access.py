@@ -174,7 +174,30 @@ def _variable_item(node: ast.GetItem, name: str, key: Any) -> Code:
 
 
 def _variable_attribute(node: ast.GetAttr, name: str, plain: bool) -> Code:
-    return _variable_read(node, name, node.attr, plain, get_attribute)
+    general = _variable_read(node, name, node.attr, plain, get_attribute)
+    counter = _LOOP_COUNTERS.get(node.attr) if name == "loop" else None
+    return general if counter is None else _loop_counter(name, counter, general)
+
+
+# `loop.index0`, `loop.index`, `loop.first`: the loop's count read without a property's call.
+_LOOP_COUNTERS = {"index0": 0, "index": 1, "first": None}
+
+
+def _loop_counter(name: str, offset: Any, general: Code) -> Code:
+    """`loop.index0` (offset 0), `loop.index` (1) or `loop.first` (None) when `loop` is a
+    loop's; anything else called `loop` (a variable set by the template) is read in general."""
+    def loop_counter(ev: Any, scope: Any) -> Any:
+        frame = scope
+        while frame is not None:
+            obj = frame.vars.get(name, _ABSENT)
+            if obj is not _ABSENT:
+                if type(obj) is LoopContext:
+                    count = obj.index0
+                    return count == 0 if offset is None else count + offset
+                break
+            frame = frame.parent
+        return general(ev, scope)
+    return loop_counter
 
 
 def _variable_read(node: Any, name: str, key: Any, plain: bool, read: Any) -> Code:

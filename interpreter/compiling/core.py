@@ -124,7 +124,8 @@ def size(statement: Any) -> int:
 
 # Steps by node class, in about 80 ns of this engine's time each, so that the fuel limit bounds
 # the time a render takes whatever it does: a call (a method, a macro, a host function) and a
-# filter go through Python-level calls and metering, an operator through its checks; a name,
+# filter go through Python-level calls and metering, an operator through its checks, a print
+# through its conversion to text and the output's accounting; a name,
 # a literal, an item read cost one. Measured with loops of each kind (issue 12's cheap steps).
 WEIGHTS: dict[type, int] = {ast.Call: 10, ast.Filter: 6, ast.Test: 2, ast.Binary: 3, ast.Concat: 3,
-                            ast.NamespaceTarget: 3}
+                            ast.Output: 2, ast.NamespaceTarget: 3}

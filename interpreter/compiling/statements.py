@@ -75,7 +75,8 @@ def compile_output(node: ast.Output) -> Code:
             value = code(ev, scope)
         try:
             kind = type(value)  # write(ev, value), inline: the commonest statement
-            text = value if kind is str or kind is Input or kind is Mixed else to_string(value)
+            text = value if kind is str or kind is Input or kind is Mixed else \
+                str(value) if kind is int or kind is bool else to_string(value)
             if text:
                 budget = ev.budget
                 budget.output -= len(text)
