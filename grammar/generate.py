@@ -22,8 +22,8 @@ delimiters need is appended at the end:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
+from . import records
 from .delimiters import (BLOCK, COMMENT, LINE_COMMENT, LINE_STATEMENT, VARIABLE, Delimiters,
                          escape, only_brackets)
 
@@ -34,11 +34,13 @@ PRIORITY = 3
 LINE_SUFFIX = "__LINE"
 
 
-@dataclass(frozen=True)
-class Generated:
+records.MODULES.add(__name__)  # Generated is a record (grammar/records.py): cheaper to define
+
+
+class Generated(records.Record):
     """A grammar's text and what the parser needs to know about it."""
     text: str
-    tags: dict[str, str] = field(default_factory=dict)      # opener terminal -> tag keyword
+    tags: dict[str, str]                                     # opener terminal -> tag keyword
     line_openers: frozenset[str] = frozenset()               # the `_X__LINE` terminals
 
 

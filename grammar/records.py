@@ -54,8 +54,21 @@ class _RecordType(type):
         cls.__dataclass_fields__ = fields
         cls.__dataclass_params__ = _PARAMS
         cls.__match_args__ = tuple(fields)
-        cls.__init__ = _make_init(cls, fields)
+        cls.__init__ = _init_on_first_use(cls, fields)
         return cls
+
+
+def _init_on_first_use(cls: type, fields: dict) -> Any:
+    """An `__init__` that makes the class's own (`_make_init`) when the first node of the class
+    is created, and puts it in its place: compiling one for each of the sixty-odd classes cost
+    2-3 ms at every start, and a template uses a third of them."""
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        init = _make_init(cls, fields)
+        if cls.__dict__.get("__init__") is __init__:
+            cls.__init__ = init
+        init(self, *args, **kwargs)
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    return __init__
 
 
 def _make_init(cls: type, fields: dict) -> Any:
@@ -106,6 +119,14 @@ class Record(metaclass=_RecordType):
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__dataclass_fields__)
         return f"{type(self).__qualname__}({shown})"
+
+    # Pickled by its fields' values, with any protocol (as a frozen slotted dataclass is)
+    def __getstate__(self) -> tuple:
+        return self._values()
+
+    def __setstate__(self, state: tuple) -> None:
+        for name, value in zip(self.__dataclass_fields__, state):
+            object.__setattr__(self, name, value)
 
 
 __all__ = ["Record", "as_record"]

@@ -18,7 +18,10 @@ break, and a line comment, which keeps it, leave the text after them alone.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from . import records
+
+records.MODULES.add(__name__)  # Options is a record (grammar/records.py): cheaper to define
 
 NEWLINES = re.compile(r"\r\n|\r")
 _ONLY_SPACE = re.compile(r"\s+")
@@ -29,8 +32,7 @@ RAW_OPENED = "raw"  # the end of `{% raw %}`: `-` strips, trim_blocks does not a
 NOTHING = ""        # the template's edges, a line statement's end, a line comment
 
 
-@dataclass(frozen=True, slots=True)
-class Options:
+class Options(records.Record):
     trim_blocks: bool = False
     lstrip_blocks: bool = False
     keep_trailing_newline: bool = False
