@@ -304,3 +304,20 @@ def test_a_conversation_not_read_is_still_checked():
         normalize.clean_conversation([{"role": "user", "content": "q"}, "not a message"], True, read=False)
     with pytest.raises(TypeError, match="Chat messages should be dicts"):
         normalize.clean_conversation([{"role": "user", "content": "q"}, "not a message"], True)
+
+
+@pytest.mark.parametrize("conversation", [
+    [{"role": "user", "content": "q"}, "not a message"],   # found after a flat message
+    ["not a message"],
+])
+@pytest.mark.parametrize("method", ["render", "render_parts"])
+def test_a_bad_message_is_refused_before_a_bad_tool_as_transformers_refuses_it(conversation, method):
+    from transformers import PreTrainedTokenizerFast
+    from conftest import byte_level_bpe
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=byte_level_bpe(300, ["</s>"]), eos_token="</s>")
+    source = "{% for m in messages %}{{ m.content }}{% endfor %}"
+    with pytest.raises(Exception) as theirs:
+        tokenizer.apply_chat_template(conversation, tools=["not a tool"], tokenize=False, chat_template=source)
+    with pytest.raises(Exception) as ours:
+        getattr(jinjamark.ChatTemplate(source), method)(conversation, tools=["not a tool"])
+    assert (type(ours.value), str(ours.value)) == (type(theirs.value), str(theirs.value))

@@ -76,6 +76,8 @@ def normalize_messages(conversation: Any) -> list[dict]:
     """transformers' `_normalize_chat_messages`: message objects as dicts, None-valued keys dropped.
 
     Values inside a message are converted by the template-data walk later (one copy)."""
+    if flat_messages(conversation, False) is not None:  # nothing to convert or drop: C-level scans
+        return list(conversation)
     messages = conversation if type(conversation) is list else _as_dict(
         getattr(conversation, "messages", conversation))
     out = []
@@ -372,20 +374,37 @@ def clean_conversation(conversation: Any, marks: bool, trusted_roles: frozenset 
                        read: bool = True) -> Optional[list]:
     """`template_messages(normalize_messages(conversation), walk)`, the flat part without either
     step's per-message work; None when the template does not `read` the messages (they are
-    still checked as transformers checks them). Raises what the two steps raise, in their order:
-    the shortcut runs no code of the caller's objects and cannot fail."""
+    still checked as transformers checks them)."""
+    return walk_conversation(*start_conversation(conversation, marks, trusted_roles, read))
+
+
+def start_conversation(conversation: Any, marks: bool, trusted_roles: frozenset = TRUSTED_ROLES,
+                       read: bool = True) -> tuple:
+    """The first half of `clean_conversation`, what transformers does before it compiles and
+    checks the tools: the conversation normalised (raising its TypeError). Returns what
+    `walk_conversation` takes: the messages of its flat prefix already as the template sees them
+    (none when not `read`), the normalised messages that follow (None: nothing follows), and the
+    walk options. The shortcut runs no code of the caller's objects and cannot fail."""
     if not read:
         normalize_messages(conversation)
-        return None
+        return None, None, marks, trusted_roles
     if not marks:
         flat = flat_messages(conversation, False)
         if flat is not None:
-            return flat
-        return template_messages(normalize_messages(conversation), plain, trusted_roles, shortcut=False)
+            return flat, None, marks, trusted_roles
+        return [], normalize_messages(conversation), marks, trusted_roles
     done = marked_flat_prefix(conversation, trusted_roles)
-    if not done:
-        return template_messages(normalize_messages(conversation), marked, trusted_roles, shortcut=False)
-    if len(done) == len(conversation):
+    if done and len(done) == len(conversation):
+        return done, None, marks, trusted_roles
+    rest = conversation[len(done):] if done else conversation  # the flat ones need no normalising
+    return done, normalize_messages(rest), marks, trusted_roles
+
+
+def walk_conversation(done: Optional[list], rest: Optional[list], marks: bool,
+                      trusted_roles: frozenset) -> Optional[list]:
+    """The second half of `clean_conversation`: the normalised messages walked (marked or made
+    plain data, which may raise for data too deep), after the flat prefix."""
+    if rest is None:
         return done
-    rest = normalize_messages(conversation[len(done):])  # the flat ones need no normalising
-    return done + template_messages(rest, marked, trusted_roles, shortcut=False)
+    walked = template_messages(rest, marked if marks else plain, trusted_roles, shortcut=False)
+    return done + walked if done else walked

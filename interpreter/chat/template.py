@@ -17,8 +17,8 @@ from ..output import Part, to_parts
 from . import continuation
 from .loading import (Templates, load_folder, select_template, special_tokens_of_tokenizer,
                       templates_of_tokenizer, token_text)
-from .normalize import (TRUSTED_ROLES, check_documents, check_tools, clean_conversation, marked,
-                        normalize_messages, plain, split_batch, template_messages)
+from .normalize import (TRUSTED_ROLES, check_documents, check_tools, marked, normalize_messages, plain,
+                        split_batch, start_conversation, template_messages, walk_conversation)
 from .profile import shared_environment
 
 # apply_chat_template's own parameters: never template variables here.
@@ -151,14 +151,15 @@ class ChatTemplate:
         beyond tools, documents and the generation prompt): render_batch's steps for it, without
         the batch's bookkeeping around them."""
         template = self.compiled(self.templates)  # a syntax error first, as transformers
+        # transformers' order: the messages normalised, then the tools and documents checked,
+        # then the messages walked; a flat conversation (the commonest) is all done in the
+        # first step, without the per-message walk.
+        reads = template.names_read
+        started = start_conversation(messages, parts, self.trusted_roles,
+                                     reads is None or "messages" in reads)
         render = _Render(self, template, self.templates, check_tools(tools),
                          check_documents(documents), add_generation_prompt, {}, False)
-        # normalize_messages and template_messages in one step, a flat conversation (the
-        # commonest) without the per-message walk: no error moves before the ones above.
-        reads = template.names_read
-        walked = clean_conversation(messages, parts, self.trusted_roles,
-                                    reads is None or "messages" in reads)
-        context = render.context(messages, parts, walked)
+        context = render.context(messages, parts, walk_conversation(*started))
         pieces = template._render(context, self.overlay)  # the context is ours to use
         return to_parts(pieces) if parts else "".join(pieces)
 
