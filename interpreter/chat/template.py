@@ -134,9 +134,9 @@ class ChatTemplate:
         or a set of names of `polyfills.POLYFILLS`; see `polyfills_for`); False (the default)
         renders as transformers does. With `return_polyfills`, the result is `(text, applied)`,
         `applied` the `Polyfill`s used (a list of such lists for a batch)."""
-        if (self._one_plain_call(conversation) and not kwargs and not continue_final_message
+        if (self._one_plain_call(conversation) and not continue_final_message
                 and polyfill is False and not return_polyfills):
-            return self._render_one(conversation, tools, documents, add_generation_prompt, False)
+            return self._render_one(conversation, tools, documents, add_generation_prompt, kwargs, False)
         return self._apply(conversation, tools, documents, add_generation_prompt,
                            continue_final_message, kwargs, False, polyfill, return_polyfills)
 
@@ -146,10 +146,14 @@ class ChatTemplate:
                 and type(self.templates) is str and self.template_name is None)
 
     def _render_one(self, messages: list, tools: Any, documents: Any, add_generation_prompt: Any,
-                    parts: bool) -> Any:
+                    kwargs: dict, parts: bool) -> Any:
         """`render` of the commonest call (one conversation of dicts, one template, no options
-        beyond tools, documents and the generation prompt): render_batch's steps for it, without
-        the batch's bookkeeping around them."""
+        beyond tools, documents, the generation prompt and template variables): render_batch's
+        steps for it, without the batch's bookkeeping around them."""
+        if kwargs:
+            refuse_consumed(kwargs)
+            if "messages" in kwargs:  # as render_batch (transformers' render(messages=..., **kwargs))
+                raise TypeError("render() got multiple values for keyword argument 'messages'")
         template = self.compiled(self.templates)  # a syntax error first, as transformers
         # transformers' order: the messages normalised, then the tools and documents checked,
         # then the messages walked; a flat conversation (the commonest) is all done in the
@@ -158,7 +162,7 @@ class ChatTemplate:
         started = start_conversation(messages, parts, self.trusted_roles,
                                      reads is None or "messages" in reads)
         render = _Render(self, template, self.templates, check_tools(tools),
-                         check_documents(documents), add_generation_prompt, {}, False)
+                         check_documents(documents), add_generation_prompt, kwargs, False)
         context = render.context(messages, parts, walk_conversation(*started))
         pieces = template._render(context, self.overlay)  # the context is ours to use
         return to_parts(pieces) if parts else "".join(pieces)
@@ -169,9 +173,9 @@ class ChatTemplate:
                      **kwargs: Any) -> Any:
         """As `render`, as parts: what came from the arguments (and kwargs) is input (also
         after a polyfill moved it; the words a polyfill adds are template text)."""
-        if (self._one_plain_call(conversation) and not kwargs and not continue_final_message
+        if (self._one_plain_call(conversation) and not continue_final_message
                 and polyfill is False and not return_polyfills):
-            return self._render_one(conversation, tools, documents, add_generation_prompt, True)
+            return self._render_one(conversation, tools, documents, add_generation_prompt, kwargs, True)
         return self._apply(conversation, tools, documents, add_generation_prompt,
                            continue_final_message, kwargs, True, polyfill, return_polyfills)
 
