@@ -239,7 +239,13 @@ def metered(fn: Callable, cost: float, walk: Optional[int] = None, base: float =
     long conversation is not refused."""
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
-        units = base + cost * arguments_size(args, kwargs)
+        size = 0
+        for arg in args:  # arguments_size, inline: most builtins are called with a few short ones
+            if isinstance(arg, _SIZED):
+                size += len(arg)
+        if kwargs:
+            size += arguments_size((), kwargs)
+        units = base + cost * size
         if units >= SMALL_WORK or walk is not None:
             current = _meter.get() or meter()
             current.charge(units)

@@ -123,15 +123,21 @@ def _method_call(node: ast.Call, func: ast.GetAttr, arguments: Code) -> Code:
 @compiles(ast.Filter)
 def compile_filter(node: ast.Filter) -> Code:
     value_code, arguments, name = compile_node(node.value), compile_arguments(node.arguments), node.name
+    bare = node.arguments == ast.NO_ARGUMENTS  # `|trim`
+    seen = [(None, False)]  # the filter last met here, and whether it is plain_function
 
     def filter_(ev: Any, scope: Any) -> Any:
         value = value_code(ev, scope)
-        args, kwargs = arguments(ev, scope)
+        args, kwargs = ([], {}) if bare else arguments(ev, scope)
         try:
             env = ev.env
             fn = env.filters.get(name)
-            if fn is not None and plain_function(fn):  # a builtin filter: called as it is
-                return fn(value, *args, **kwargs)
+            last, plain = seen[0]
+            if fn is not last:
+                plain = fn is not None and plain_function(fn)
+                seen[0] = fn, plain
+            if plain:  # a builtin filter: called as it is
+                return fn(value) if bare else fn(value, *args, **kwargs)
             context = context_if_wanted(fn, ev, scope)
             return env.call_filter(name, value, args, kwargs, context, ev.eval_ctx)
         except Exception as e:
@@ -151,15 +157,21 @@ def compile_test(node: ast.Test, negated: Optional[bool] = None) -> Code:
 
 def _test_closure(node: ast.Test, negated: bool) -> Code:
     value_code, arguments, name = compile_node(node.value), compile_arguments(node.arguments), node.name
+    bare = node.arguments == ast.NO_ARGUMENTS  # `is string`
+    seen = [(None, False)]  # the test last met here, and whether it is plain_function
 
     def test(ev: Any, scope: Any) -> bool:
         value = value_code(ev, scope)
-        args, kwargs = arguments(ev, scope)
+        args, kwargs = ([], {}) if bare else arguments(ev, scope)
         try:
             env = ev.env
             fn = env.tests.get(name)
-            if fn is not None and plain_function(fn, _PLAIN_TESTS):
-                result = True if fn(value, *args, **kwargs) else False
+            last, plain = seen[0]
+            if fn is not last:
+                plain = fn is not None and plain_function(fn, _PLAIN_TESTS)
+                seen[0] = fn, plain
+            if plain:
+                result = True if (fn(value) if bare else fn(value, *args, **kwargs)) else False
             else:
                 context = context_if_wanted(fn, ev, scope)
                 result = bool(env.call_test(name, value, args, kwargs, context, ev.eval_ctx))

@@ -178,12 +178,16 @@ def _switch(node: ast.If) -> tuple[Any, dict, int]:
 def _if_else(node: ast.If, test: Code, bodies: tuple, compiled: list) -> Code:
     """`{% if x %}...{% else %}...{% endif %}` (the else optional): compile_if's work without
     the walk over branches, the form most conditions in chat templates take."""
+    otherwise = bool(bodies[1])
+
     def if_else(ev: Any, scope: Any) -> None:
         value = test(ev, scope)
         try:
             taken = 0 if value else 1
         except Exception as e:  # a strict undefined refuses to be tested
             ev.fail(e, node)
+        if taken and not otherwise:  # most tests are false most of the time
+            return
         entry = compiled[taken]
         if entry is None:
             entry = compiled[taken] = compile_statements(bodies[taken])
