@@ -196,6 +196,11 @@ def transformers_messages(conversation):
 @settings(max_examples=300, deadline=None)
 @given(flat_messages)
 def test_a_flat_conversation_is_cleaned_as_transformers_cleans_it(conversation):
+    check_flat_cleaning(conversation)
+    check_flat_cleaning(conversation * 5)  # long ones are scanned in C, short ones in a loop
+
+
+def check_flat_cleaning(conversation):
     want = transformers_messages(conversation)
     plain = normalize.flat_messages(conversation, False)
     if plain is not None:
@@ -232,8 +237,10 @@ def test_a_flat_conversation_is_marked_as_the_walk_marks_it(conversation):
     collections.OrderedDict(role="user", content="x"),  # not a plain dict
 ])
 def test_a_conversation_that_is_not_flat_takes_the_walk(message):
-    assert normalize.flat_messages([{"role": "user", "content": "q"}, message], False) is None
-    assert normalize.flat_messages([{"role": "user", "content": "q"}, message], True) is None
+    for before in (1, 20):  # short conversations are checked in a loop, long ones by scans
+        conversation = [{"role": "user", "content": "q"}] * before + [message]
+        assert normalize.flat_messages(conversation, False) is None
+        assert normalize.flat_messages(conversation, True) is None
 
 
 def test_a_flat_callers_conversation_is_left_unchanged_by_a_continued_render():

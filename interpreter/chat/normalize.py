@@ -331,13 +331,26 @@ def flat_messages(conversation: Any, marks: bool,
     if marks:
         done = marked_flat_prefix(conversation, trusted_roles)
         return done if type(conversation) is list and len(done) == len(conversation) else None
-    if type(conversation) is not list or not _DICTS.issuperset(map(type, conversation)):
+    if type(conversation) is not list:
+        return None
+    if len(conversation) <= 8:  # the scans' fixed cost is more than a loop over a few messages
+        return conversation if all(map(_flat_message, conversation)) else None
+    if not _DICTS.issuperset(map(type, conversation)):
         return None
     keys = set().union(*conversation)
     if not _STRS.issuperset(map(type, keys)) or not keys.isdisjoint(REASONING_FIELDS):
         return None
     values = chain.from_iterable(map(dict.values, conversation))
     return conversation if _FLAT.issuperset(map(type, values)) else None
+
+
+def _flat_message(message: Any) -> bool:
+    if type(message) is not dict:
+        return False
+    for k, v in message.items():
+        if type(v) not in _FLAT or type(k) is not str or k in REASONING_FIELDS:
+            return False
+    return True
 
 
 def marked_flat_prefix(conversation: Any, trusted_roles: frozenset = TRUSTED_ROLES) -> list[dict]:
