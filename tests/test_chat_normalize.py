@@ -290,6 +290,12 @@ def kinds(value):
     return type(value)
 
 
+def clean_conversation(conversation, marks, read=True):
+    """What ChatTemplate's one-conversation path gives the template as `messages`."""
+    started = normalize.start_conversation(conversation, marks, normalize.TRUSTED_ROLES, read)
+    return normalize.walk_conversation(*started)
+
+
 mixed_conversations = st.lists(st.one_of(
     st.fixed_dictionaries({"role": roles, "content": texts}), messages.map(lambda ms: ms[0])), min_size=1, max_size=5)
 
@@ -299,18 +305,18 @@ mixed_conversations = st.lists(st.one_of(
 def test_a_conversation_flat_up_to_some_message_is_cleaned_and_marked_as_the_walk_does(conversation, marks):
     walk = normalize.marked if marks else normalize.plain
     want = normalize.template_messages(normalize.normalize_messages(conversation), walk, shortcut=False)
-    got = normalize.clean_conversation(conversation, marks)
+    got = clean_conversation(conversation, marks)
     assert got == want == transformers_messages(conversation)
     assert kinds(got) == kinds(want)  # the same marks: Inputs where the walk makes them
     assert normalize.template_messages(normalize.normalize_messages(conversation), walk) == want
-    assert normalize.clean_conversation(conversation, marks, read=False) is None
+    assert clean_conversation(conversation, marks, read=False) is None
 
 
 def test_a_conversation_not_read_is_still_checked():
     with pytest.raises(TypeError, match="Chat messages should be dicts"):
-        normalize.clean_conversation([{"role": "user", "content": "q"}, "not a message"], True, read=False)
+        clean_conversation([{"role": "user", "content": "q"}, "not a message"], True, read=False)
     with pytest.raises(TypeError, match="Chat messages should be dicts"):
-        normalize.clean_conversation([{"role": "user", "content": "q"}, "not a message"], True)
+        clean_conversation([{"role": "user", "content": "q"}, "not a message"], True)
 
 
 @pytest.mark.parametrize("conversation", [

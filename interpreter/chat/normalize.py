@@ -72,11 +72,12 @@ def _as_dict(value: Any) -> Any:
     return value
 
 
-def normalize_messages(conversation: Any) -> list[dict]:
+def normalize_messages(conversation: Any, shortcut: bool = True) -> list[dict]:
     """transformers' `_normalize_chat_messages`: message objects as dicts, None-valued keys dropped.
 
-    Values inside a message are converted by the template-data walk later (one copy)."""
-    if flat_messages(conversation, False) is not None:  # nothing to convert or drop: C-level scans
+    Values inside a message are converted by the template-data walk later (one copy).
+    `shortcut`: try `flat_messages` first (False: the caller found them not flat already)."""
+    if shortcut and flat_messages(conversation, False) is not None:  # nothing to convert or drop
         return list(conversation)
     messages = conversation if type(conversation) is list else _as_dict(
         getattr(conversation, "messages", conversation))
@@ -383,21 +384,15 @@ def marked_flat_prefix(conversation: Any, trusted_roles: frozenset = TRUSTED_ROL
     return out
 
 
-def clean_conversation(conversation: Any, marks: bool, trusted_roles: frozenset = TRUSTED_ROLES,
-                       read: bool = True) -> Optional[list]:
-    """`template_messages(normalize_messages(conversation), walk)`, the flat part without either
-    step's per-message work; None when the template does not `read` the messages (they are
-    still checked as transformers checks them)."""
-    return walk_conversation(*start_conversation(conversation, marks, trusted_roles, read))
-
-
 def start_conversation(conversation: Any, marks: bool, trusted_roles: frozenset = TRUSTED_ROLES,
                        read: bool = True) -> tuple:
-    """The first half of `clean_conversation`, what transformers does before it compiles and
-    checks the tools: the conversation normalised (raising its TypeError). Returns what
-    `walk_conversation` takes: the messages of its flat prefix already as the template sees them
-    (none when not `read`), the normalised messages that follow (None: nothing follows), and the
-    walk options. The shortcut runs no code of the caller's objects and cannot fail."""
+    """`template_messages(normalize_messages(conversation), walk)` in two halves, the flat part
+    without either step's per-message work. This first half is what transformers does before it
+    compiles and checks the tools: the conversation normalised (raising its TypeError); it returns
+    what `walk_conversation` takes: the messages of the flat prefix already as the template sees
+    them (None when the template does not `read` the messages), the normalised messages that
+    follow (None: nothing follows), and the walk options. The shortcut runs no code of the
+    caller's objects and cannot fail."""
     if not read:
         normalize_messages(conversation)
         return None, None, marks, trusted_roles
@@ -405,7 +400,7 @@ def start_conversation(conversation: Any, marks: bool, trusted_roles: frozenset 
         flat = flat_messages(conversation, False)
         if flat is not None:
             return flat, None, marks, trusted_roles
-        return [], normalize_messages(conversation), marks, trusted_roles
+        return [], normalize_messages(conversation, shortcut=False), marks, trusted_roles
     done = marked_flat_prefix(conversation, trusted_roles)
     if done and len(done) == len(conversation):
         return done, None, marks, trusted_roles
@@ -415,7 +410,7 @@ def start_conversation(conversation: Any, marks: bool, trusted_roles: frozenset 
 
 def walk_conversation(done: Optional[list], rest: Optional[list], marks: bool,
                       trusted_roles: frozenset) -> Optional[list]:
-    """The second half of `clean_conversation`: the normalised messages walked (marked or made
+    """The second half of `start_conversation`: the normalised messages walked (marked or made
     plain data, which may raise for data too deep), after the flat prefix."""
     if rest is None:
         return done
