@@ -29,32 +29,35 @@ class Span(int):
     A record of four fields to the outside (`Span(line, column, start, end)`, the attributes,
     `dataclasses.fields` and `replace`, equality, hashing, repr and pickling as a frozen
     dataclass's), kept as one int: every node has one, and as a record with four int objects it
-    was nearly half of what a compiled template keeps (about 120 bytes a node; this is 44)."""
+    was nearly half of what a compiled template keeps. A node keeps the plain int (`Node._span`,
+    32 bytes; records.Packed) and makes the Span when `span` is read. Positions below 2**15 are
+    packed in 60 bits (two of the int's digits), others in 128 bits, as the int's complement."""
     __slots__ = ()
     __match_args__ = ("line", "column", "start", "end")
 
     def __new__(cls, line: int, column: int, start: int, end: int) -> "Span":
-        if not (0 <= line <= _FIELD_MAX and 0 <= column <= _FIELD_MAX and 0 <= start <= _FIELD_MAX
-                and 0 <= end <= _FIELD_MAX):
-            raise ValueError(f"a span's positions are between 0 and {_FIELD_MAX}: "
+        if (line | column | start | end) < _SMALL and min(line, column, start, end) >= 0:
+            return int.__new__(cls, (line << 45) | (column << 30) | (start << 15) | end)
+        if not (0 <= line <= _WIDE and 0 <= column <= _WIDE and 0 <= start <= _WIDE and 0 <= end <= _WIDE):
+            raise ValueError(f"a span's positions are between 0 and {_WIDE}: "
                              f"{(line, column, start, end)}")
-        return int.__new__(cls, (line << 96) | (column << 64) | (start << 32) | end)
+        return int.__new__(cls, ~((line << 96) | (column << 64) | (start << 32) | end))
 
     @property
     def line(self) -> int:
-        return self >> 96
+        return self >> 45 if self >= 0 else ~self >> 96
 
     @property
     def column(self) -> int:
-        return (self >> 64) & _FIELD_MAX
+        return (self >> 30) & 0x7FFF if self >= 0 else (~self >> 64) & _WIDE
 
     @property
     def start(self) -> int:
-        return (self >> 32) & _FIELD_MAX
+        return (self >> 15) & 0x7FFF if self >= 0 else (~self >> 32) & _WIDE
 
     @property
     def end(self) -> int:
-        return self & _FIELD_MAX
+        return self & 0x7FFF if self >= 0 else ~self & _WIDE
 
     def __repr__(self) -> str:
         return f"Span(line={self.line!r}, column={self.column!r}, start={self.start!r}, end={self.end!r})"
@@ -77,8 +80,20 @@ class Span(int):
     __hash__ = int.__hash__
 
 
-_FIELD_MAX = (1 << 32) - 1
+_SMALL = 1 << 15
+_WIDE = (1 << 32) - 1
 records.as_record(Span, {"line": int, "column": int, "start": int, "end": int})
+
+
+def _pack_span(value: Any) -> Any:
+    return int(value) if value.__class__ is Span else value
+
+
+def _unpack_span(value: Any) -> Any:
+    return int.__new__(Span, value) if value.__class__ is int else value
+
+
+records.PACKED["span"] = records.Packed("span", _pack_span, _unpack_span)
 
 
 NO_SPAN = Span(1, 1, 0, 0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from operator import attrgetter
 from typing import Any
 
 
@@ -36,6 +37,28 @@ def _field(name: str, annotation: Any, default: Any) -> dataclasses.Field:
 MODULES: set[str] = set()  # the modules whose classes are made records (grammar/ast.py adds itself)
 
 
+class Packed:
+    """A field kept in a slot of another name in a compact form (`pack`), and read back as its
+    value (`unpack`) through a property of the field's name: ast.Node's `span`."""
+
+    def __init__(self, name: str, pack: Any, unpack: Any) -> None:
+        self.name, self.slot, self.pack, self.unpack = name, f"_{name}", pack, unpack
+
+    def attribute(self) -> property:
+        slot, pack, unpack = self.slot, self.pack, self.unpack
+        read = attrgetter(slot)
+
+        def get(node: Any) -> Any:
+            return unpack(read(node))
+
+        def set_(node: Any, value: Any) -> None:
+            object.__setattr__(node, slot, pack(value))  # past a frozen dataclass subclass's guard
+        return property(get, set_, doc=f"the node's {self.name} (kept packed in `{slot}`)")
+
+
+PACKED: dict[str, Packed] = {}  # field name -> how it is kept (grammar/ast.py registers `span`)
+
+
 class _RecordType(type):
     """The metaclass: a class body in one of `MODULES` becomes a record. A subclass made
     elsewhere (an extension's node, which `@dataclass(slots=True)` must be free to remake) is an
@@ -46,7 +69,10 @@ class _RecordType(type):
             return super().__new__(mcs, name, bases, namespace)
         annotations = namespace.get("__annotations__", {})
         defaults = {field: namespace.pop(field) for field in annotations if field in namespace}
-        namespace["__slots__"] = tuple(annotations)
+        namespace["__slots__"] = tuple(PACKED[f].slot if f in PACKED else f for f in annotations)
+        for field in annotations:
+            if field in PACKED:
+                namespace[field] = PACKED[field].attribute()
         cls = super().__new__(mcs, name, bases, namespace)
         fields = dict(getattr(cls, "__dataclass_fields__", {}))
         for field, annotation in annotations.items():
@@ -83,7 +109,11 @@ def _make_init(cls: type, fields: dict) -> Any:
         else:
             scope[f"_default_{name}"] = field.default
             params.append(f"{name}=_default_{name}")
-        body.append(f"    self.{name} = {name}")
+        if name in PACKED:  # straight into its slot: no property call per node
+            scope[f"_pack_{name}"] = PACKED[name].pack
+            body.append(f"    self.{PACKED[name].slot} = _pack_{name}({name})")
+        else:
+            body.append(f"    self.{name} = {name}")
     source = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body) + "\n"
     exec(compile(source, f"<record {cls.__qualname__}>", "exec"), scope)  # noqa: S102
     init = scope["__init__"]
