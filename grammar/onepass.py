@@ -1,11 +1,12 @@
-"""Source to AST in one pass: the LALR loop over Lark's tables builds AST nodes as it reduces.
+"""Source to AST in one pass: the LALR loop over the parser's tables builds AST nodes as it reduces.
 
 Lark's own way is two passes: the parse builds a tree of `Tree`s with positions propagated
 through every level, then a transformer walks that tree again to build the AST. Lark cannot apply
 a transformer during an LALR parse when its methods want positions (`v_args(meta=True)`), which
-ours all do. So this module runs the LALR loop itself, over the parse table and the contextual
-lexer Lark built (or loaded), and at each reduction does what Lark's tree builder and the
-transformer would do together, in the same order:
+ours all do. So this module runs the LALR loop itself, over the parse table, rules and contextual
+lexer of Lark's parser as plain data (grammar/larktables.py; shipped in the package for the
+default grammars, so that no Lark is imported), and at each reduction does what Lark's tree
+builder and the transformer would do together, in the same order:
 
 - positions as Lark's `propagate_positions` gives them: a rule starts where its first child
   with a position starts and ends where its last ends, counting the tokens the tree leaves out
@@ -102,7 +103,7 @@ class _Position:
 
 
 class OnePass:
-    """The one-pass parse for one Lark parser and one builder class."""
+    """The one-pass parse for one grammar's plain tables and one builder class."""
 
     def __init__(self, tables: Mapping[str, Any], builder_class: type,
                  callbacks: Mapping[str, Callable], lexer: Optional[Any] = None) -> None:

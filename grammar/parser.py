@@ -1,10 +1,12 @@
-"""Builds and caches Lark parsers; the one place where Lark's options live.
+"""Builds and caches parsers; the one place where Lark's options live.
 
-A parser is made once per process for each set of syntax extensions. Its tables come from the
-package for the default grammars (grammar/tables.py), else from the user's cache folder
-(`cache_folder`), else they are built (50-250 ms) and kept there. A template is parsed in one
-pass (grammar/onepass.py); the two-pass parse (Lark's tree, then grammar/transform.py) decides
-every failure, so that errors do not depend on which pass found them.
+A parser is made once per process for each set of syntax extensions. A template is parsed in one
+pass (grammar/onepass.py) over plain tables: for the default grammars they are shipped in the
+package and read without importing Lark (grammar/tables.py); for others they are read from the
+grammar's Lark parser (grammar/larktables.py). The two-pass parse (Lark's tree, then
+grammar/transform.py) decides every failure, so that errors do not depend on which pass found
+them; its Lark parser is made when first needed, from the tables shipped in the package, else
+from the user's cache folder (`cache_folder`), else built (50-250 ms) and kept there.
 """
 from __future__ import annotations
 
@@ -28,8 +30,8 @@ if TYPE_CHECKING:
 
     from .onepass import OnePass
 
-# Lark and the modules built on it (transform, onepass, scanning, tagstream, lark_errors) are
-# imported when the first parser is made, not by `import jinjamark`: see grammar/_lark_import.py.
+# Lark and the modules built on it (larktables, tagstream, lark_errors) are imported when a Lark
+# parser is first needed (see above), never by `import jinjamark`: see grammar/_lark_import.py.
 
 DEFAULT_MAX_DEPTH = 200
 
