@@ -15,7 +15,6 @@ from .grammar.delimiters import Delimiters
 from .grammar.whitespace import Options
 from .errors import TemplateError, TemplateRuntimeError, TemplateTooLarge
 from .autoescape import initial as initial_autoescape, set_autoescape
-from .contexts import ASSIGNED, assigned_names
 from .composition import GUARDED, TOPLEVEL_BLOCKS, analyse, composes, run_template
 from .evaluator import CORE_HANDLERS, DECLARED, Evaluator, LoopSignal
 from .expressions import BINARY
@@ -43,6 +42,7 @@ def _option(field: str) -> Any:
         with env._lock:
             env._cache.clear()  # compiled with the old options
     return property(get, put)
+
 
 
 class Environment(sandbox.SandboxHooks, TemplateLoading):
@@ -275,8 +275,8 @@ class Template:
         template.uptodate = None  # from the loader: whether the source is still what it was
         try:  # which frame owns which name, and the blocks, found once, as Jinja2's compiler does
             template.blocks, toplevel, guarded = analyse(tree)
-            template.memo = {DECLARED: declarations(tree.body), TOPLEVEL_BLOCKS: toplevel,
-                             GUARDED: guarded, ASSIGNED: assigned_names(tree)}
+            template.memo = template_api.Memo(tree, {DECLARED: declarations(tree.body),
+                                        TOPLEVEL_BLOCKS: toplevel, GUARDED: guarded})
         except TemplateError as e:  # what Jinja2 cannot compile
             e.locate(e.lineno or 1, e.column or 1, name, source)
             raise

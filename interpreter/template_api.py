@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import IO, Any, Callable, Iterator, Optional, Union
 
 from . import limits
-from .contexts import Context
+from .contexts import ASSIGNED, Context, assigned_names
 from .environment_tools import RenderContext, pass_arg_of
 from .evaluator import Evaluator
 from .grammar import ast
@@ -162,3 +162,25 @@ def compile_expression(environment: Any, source: str, undefined_to_none: bool = 
     if len(body) != 1 or type(body[0]) is not ast.Output:
         raise TemplateSyntaxError("chunk after expression", lineno=1, column=1, source=source)
     return TemplateExpression(template, undefined_to_none)
+
+
+class Memo(dict):
+    """A template's memo, facts about its nodes found once (the evaluator's, the compiler's).
+    The names `set` assigns (contexts.ASSIGNED) are found when first asked for: only a host
+    callable that takes the context needs them, and few templates call one."""
+    __slots__ = ("_tree",)
+
+    def __init__(self, tree: ast.Template, found: dict) -> None:
+        super().__init__(found)
+        self._tree = tree
+
+    def __missing__(self, key: Any) -> Any:
+        if key != ASSIGNED:
+            raise KeyError(key)
+        found = self[ASSIGNED] = assigned_names(self._tree)
+        return found
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if key == ASSIGNED:
+            return self[key]
+        return dict.get(self, key, default)
