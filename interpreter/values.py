@@ -67,6 +67,10 @@ def get_attribute(obj: Any, name: Any, undefined: type, mutable: bool = False) -
 
 def get_item(obj: Any, key: Any, undefined: type, mutable: bool = False) -> Any:
     """`obj[key]`: an item first, then (for string keys) an attribute."""
+    t = type(obj)
+    if (t is str or t is Input or t is Mixed) and type(key) is str and key[:1] != "_" \
+            and key not in STR_METHODS:  # `content['type']` of text content: no item, no method
+        return undefined(obj=obj, name=key)
     if isinstance(obj, Undefined):
         return obj[key]
     try:

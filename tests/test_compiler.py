@@ -95,6 +95,10 @@ CASES += [
     ("{% for m in ms %}{{ m.role in ['user', 'system'] }}{{ m.role not in ('a', 'b') }}"
      "{{ m.role in ['1'] }}|{% endfor %}",
      {"ms": [{"role": "user"}, {"role": "a"}, {"role": 1}, {"role": None}, {"role": ["a"]}, {}]}),
+    # what is missing: an item of text by name, a dict's absent key (not a method's name)
+    ("{{ s['type'] }}|{{ s['type'] is defined }}|{{ s['upper'] is defined }}|{{ m.calls is defined }}"
+     "|{{ m['items'] is defined }}|{{ m.items is defined }}|{{ m['calls'] }}|{{ m.calls }}|{{ m._x is defined }}",
+     {"s": "text", "m": {"role": "user"}}),
     # `a + b` at once for short plain text and numbers, as binary adds anything else
     ("{{ 'a' + x }}|{{ x + 'b' }}|{{ 1 + n }}|{{ n + 1.5 }}|{{ true + n }}|{{ xs + xs }}|{{ long + 'x' }}",
      {"x": "X", "n": 2, "xs": [1], "long": "y" * 300}),

@@ -204,6 +204,7 @@ def _variable_read(node: Any, name: str, key: Any, plain: bool, read: Any) -> Co
     """`name[key]` (`read` is get_item) or `name.key` (get_attribute; `plain`: not a dict
     method's name, so a dict's item is the attribute)."""
     attribute = read is get_attribute and type(key) is str and key[:1] != "_"
+    missing = type(key) is str and key[:1] != "_" and key not in DICT_ATTRIBUTES
     index = read is get_item and type(key) is int
 
     def variable_read(ev: Any, scope: Any) -> Any:
@@ -220,6 +221,8 @@ def _variable_read(node: Any, name: str, key: Any, plain: bool, read: Any) -> Co
                 value = obj.get(key, _ABSENT)
                 if value is not _ABSENT:
                     return value
+                if missing:  # `m.tool_calls` where there are none: no item, no method
+                    return ev.undefined(obj=obj, name=key)
             elif kind is LoopContext and key in LOOP_PROPERTIES:  # `loop.index`
                 return getattr(obj, key)
             elif kind is Namespace and attribute:  # `ns.found`
