@@ -363,9 +363,11 @@ def walk(node: object):
     """Every node under `node` (itself included; a tuple of nodes works too), without recursion."""
     stack = nodes_in(node) if isinstance(node, tuple) else [node]
     stack.reverse()
+    pop, push = stack.pop, stack.extend
     while stack:
-        current = stack.pop()
+        current = pop()
         yield current
         inside = children(current)
-        inside.reverse()
-        stack.extend(inside)
+        if inside:
+            inside.reverse()
+            push(inside)

@@ -6,18 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 from . import ast
+from .spans import span
 
 
 def token_span(tok: Any) -> ast.Span:
     """The span of a Lark `Token` (a `str` with positions)."""
-    return ast.Span(tok.line, tok.column, tok.start_pos, tok.end_pos)
+    return span(tok.line, tok.column, tok.start_pos, tok.end_pos)
 
 
 def meta_span(meta: Any) -> ast.Span:
     """The span of a rule's `meta`; NO_SPAN for a rule that matched nothing."""
     if getattr(meta, "empty", True):
         return ast.NO_SPAN
-    return ast.Span(meta.line, meta.column, meta.start_pos, meta.end_pos)
+    return span(meta.line, meta.column, meta.start_pos, meta.end_pos)
 
 
 __all__ = ["token_span", "meta_span"]

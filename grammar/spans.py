@@ -23,7 +23,7 @@ class Span(int):
     __match_args__ = ("line", "column", "start", "end")
 
     def __new__(cls, line: int, column: int, start: int, end: int) -> "Span":
-        if (line | column | start | end) < _SMALL and min(line, column, start, end) >= 0:
+        if not (line | column | start | end) >> 15:  # each in 0 .. 2**15 - 1
             return int.__new__(cls, (line << 45) | (column << 30) | (start << 15) | end)
         if not (0 <= line <= _WIDE and 0 <= column <= _WIDE and 0 <= start <= _WIDE and 0 <= end <= _WIDE):
             raise ValueError(f"a span's positions are between 0 and {_WIDE}: "
@@ -67,9 +67,18 @@ class Span(int):
     __hash__ = int.__hash__
 
 
-_SMALL = 1 << 15
 _WIDE = (1 << 32) - 1
 records.as_record(Span, {"line": int, "column": int, "start": int, "end": int})
+
+
+def span(line: int, column: int, start: int, end: int) -> Span:
+    """`Span(line, column, start, end)`, a call shorter: the parser makes one per node."""
+    if not (line | column | start | end) >> 15:
+        return _new(Span, (line << 45) | (column << 30) | (start << 15) | end)
+    return Span(line, column, start, end)
+
+
+_new = int.__new__
 
 
 def pack_span(value: Any) -> Any:
@@ -84,4 +93,4 @@ def unpack_span(value: Any) -> Any:
 
 
 
-__all__ = ["Span", "pack_span", "unpack_span"]
+__all__ = ["Span", "span", "pack_span", "unpack_span"]
