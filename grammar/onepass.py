@@ -133,7 +133,7 @@ class OnePass:
         return value
 
     def _run(self, text: str, builder: Any) -> tuple[Any, Any]:
-        states, reductions, units = self.states, self.reductions, self.units
+        states, reductions, units, build = self.states, self.reductions, self.units, self._build
         state_stack = [self.start_state]
         values: list = []
         extents: list = []
@@ -161,8 +161,17 @@ class OnePass:
                     if landing is None:
                         landing = units[(below, top, kind)] = self._units(below, top, kind)
                     state_stack[-1] = landing
-                else:
-                    self._reduce(r, state_stack, values, extents, builder)
+                else:  # _reduce, written out: a call less per reduction
+                    size = r.size
+                    if size:
+                        children, child_extents = values[-size:], extents[-size:]
+                        del values[-size:], extents[-size:], state_stack[-size:]
+                    else:
+                        children, child_extents = [], []
+                    value, extent = build(r, children, child_extents, builder)
+                    state_stack.append(states[state_stack[-1]][r.origin])
+                    values.append(value)
+                    extents.append(extent)
         return self._finish(state_stack, values, extents, builder)
 
     def _finish(self, state_stack: list, values: list, extents: list, builder: Any) -> tuple[Any, Any]:
