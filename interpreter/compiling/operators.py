@@ -16,6 +16,7 @@ from ..marks import Input, Mixed, concat
 from ..metering import charge_compare
 from ..numbers import InputFloat, InputInt
 from ..undefined import Undefined
+from ..values import to_string
 from .access import ABSENT, constant, located, plain_read
 from .calls import compile_test
 from .core import Code, compile_node, compiles
@@ -110,54 +111,76 @@ class Addends:
         self.adders = tuple(adders)
 
 
-def compile_sum(node: ast.Binary) -> Code:
-    """`a + b + c`: the addends evaluated left to right and joined once while all are text."""
+def compile_sum(node: ast.Binary, output: Any = None) -> Code:
+    """`a + b + c`: the addends evaluated left to right and joined once while all are text.
+    With `output` (the `{{ a + b + c }}` around it), the sum is printed: while the addends are
+    text they are written one after the other, without building the joined string (nor, when
+    some are input, its marks). One closure does the collecting, inline, for both uses: the
+    commonest statement of chat templates pays no call for it."""
     sum_ = Addends(node)
+    texts_of, size_of, dynamic = sum_.texts, sum_.size, sum_.dynamic
 
     def add(ev: Any, scope: Any) -> Any:
-        texts, size, value = add_texts(ev, sum_, scope)
-        if value is not ALL_TEXT:
-            return value
+        if output is not None and not ev.fast:
+            return ev.handlers[ast.Output](ev, output, scope)
+        if ev.binops and "+" in ev.binops:
+            return _finish(ev, output, _intercepted_sum(ev, sum_, scope))
+        texts = texts_of[:]
+        size = size_of
+        for i, code, variable, key in dynamic:
+            value = ABSENT
+            if variable is not None:  # `m['role']`: compile_getitem's read of a plain dict, inline
+                frame = scope
+                while frame is not None:
+                    obj = frame.vars.get(variable, ABSENT)
+                    if obj is not ABSENT:
+                        if type(obj) is dict:
+                            value = obj.get(key, ABSENT)
+                        break
+                    frame = frame.parent
+            if value is ABSENT:
+                value = code(ev, scope)
+            kind = type(value)
+            if kind is str or kind is Input or kind is Mixed and not is_safe(value):
+                texts[i] = value
+                size += len(value)
+                continue
+            # from the first addend that is not text on, added as the expression tree adds
+            return _finish(ev, output, _add_rest(ev, sum_, scope, texts[:i], value))
         try:
-            ev.budget.limits.check_size(size)
+            if output is None:
+                ev.budget.limits.check_size(size)
+                return concat(texts)
+            budget = ev.budget
+            budget.output -= size
+            if budget.output < 0:
+                budget.wrote(0)  # raises LimitExceeded
+            ev.out.extend(texts)
         except Exception as e:
-            ev.fail(e, node)
-        return concat(texts)
+            ev.fail(e, node if output is None else output)
     return add
 
 
-ALL_TEXT: Any = object()
+def _finish(ev: Any, output: Any, value: Any) -> Any:
+    """The sum's value, or, for `{{ }}`, nothing once it is printed."""
+    if output is None:
+        return value
+    try:
+        write(ev, value)
+    except Exception as e:
+        ev.fail(e, output)
 
 
-def add_texts(ev: Any, sum_: Addends, scope: Any) -> tuple[list, int, Any]:
-    """`a + b + c`, its addends evaluated left to right. While they are text (not safe text,
-    which escapes what is added to it), they are collected instead of added: `(texts, size,
-    ALL_TEXT)` when all are. From the first addend that is not text on, the rest are added as
-    the expression tree adds them, in the same order: `([], 0, sum)`."""
-    if ev.binops and "+" in ev.binops:
-        return [], 0, _intercepted_sum(ev, sum_, scope)
-    texts = sum_.texts[:]
-    size = sum_.size
-    for i, code, variable, key in sum_.dynamic:
-        value = ABSENT
-        if variable is not None:  # `m['role']`: compile_getitem's read of a plain dict, inline
-            frame = scope
-            while frame is not None:
-                obj = frame.vars.get(variable, ABSENT)
-                if obj is not ABSENT:
-                    if type(obj) is dict:
-                        value = obj.get(key, ABSENT)
-                    break
-                frame = frame.parent
-        if value is ABSENT:
-            value = code(ev, scope)
-        kind = type(value)
-        if kind is str or kind is Input or kind is Mixed and not is_safe(value):
-            texts[i] = value
-            size += len(value)
-            continue
-        return [], 0, _add_rest(ev, sum_, scope, texts[:i], value)
-    return texts, size, ALL_TEXT
+def write(ev: Any, value: Any) -> None:
+    """Print one value (the fast path of Evaluator.write)."""
+    kind = type(value)
+    text = value if kind is str or kind is Input or kind is Mixed else to_string(value)
+    if text:
+        budget = ev.budget
+        budget.output -= len(text)
+        if budget.output < 0:
+            budget.wrote(0)
+        ev.out.append(text)
 
 
 def _add_rest(ev: Any, sum_: Addends, scope: Any, texts: list, value: Any) -> Any:
@@ -387,4 +410,4 @@ def compile_condexpr(node: ast.CondExpr) -> Code:
                               else otherwise(ev, scope))
 
 
-__all__ = ["ALL_TEXT", "Addends", "add_texts", "truth"]
+__all__ = ["compile_sum", "truth", "write"]

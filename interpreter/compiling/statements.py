@@ -18,7 +18,7 @@ from ..scope import Scope
 from ..values import to_string
 from .access import ABSENT, path_code, plain_read, read_path
 from .core import Code, compile_body, compile_node, compile_statements, compiles
-from .operators import ALL_TEXT, Addends, add_texts
+from .operators import compile_sum
 
 
 @compiles(ast.Text)
@@ -37,24 +37,12 @@ def compile_text(node: ast.Text) -> Code:
     return write_text
 
 
-def write(ev: Any, value: Any) -> None:
-    """Print one value (the fast path of Evaluator.write)."""
-    kind = type(value)
-    text = value if kind is str or kind is Input or kind is Mixed else to_string(value)
-    if text:
-        budget = ev.budget
-        budget.output -= len(text)
-        if budget.output < 0:
-            budget.wrote(0)
-        ev.out.append(text)
-
-
 @compiles(ast.Output)
 def compile_output(node: ast.Output) -> Code:
     expr = node.expr
     if type(expr) is ast.Binary and expr.op == "+" and type(expr.left) is ast.Binary \
             and expr.left.op == "+":
-        return _output_sum(node, expr)
+        return compile_sum(expr, output=node)
     code = compile_node(expr)
     variable, key = plain_read(expr)
 
@@ -86,29 +74,6 @@ def compile_output(node: ast.Output) -> Code:
         except Exception as e:
             ev.fail(e, node)
     return output
-
-
-def _output_sum(node: ast.Output, expr: ast.Binary) -> Code:
-    """`{{ a + b + c }}`: while the addends are text they are written one after the other,
-    without building the joined string (nor, when some are input, its marks)."""
-    sum_ = Addends(expr)
-
-    def output_sum(ev: Any, scope: Any) -> None:
-        if not ev.fast:
-            return ev.handlers[ast.Output](ev, node, scope)
-        texts, size, value = add_texts(ev, sum_, scope)
-        try:
-            if value is ALL_TEXT:
-                budget = ev.budget
-                budget.output -= size
-                if budget.output < 0:
-                    budget.wrote(0)
-                ev.out.extend(texts)
-            else:
-                write(ev, value)
-        except Exception as e:
-            ev.fail(e, node)
-    return output_sum
 
 
 @compiles(ast.If)
