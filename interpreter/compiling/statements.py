@@ -261,6 +261,7 @@ def _iterate_fixed(ev: Any, scope: Any, items: Any, loop: Any, codes: tuple, cos
     variables = {name: None} if loop is None else {name: None, "loop": loop}
     inner = Scope(scope, variables)
     completed = False
+    only = codes[0] if len(codes) == 1 else None  # a body of one statement: called directly
     for item in items:
         budget.iterations -= 1
         if budget.iterations < 0:
@@ -270,8 +271,11 @@ def _iterate_fixed(ev: Any, scope: Any, items: Any, loop: Any, codes: tuple, cos
             ev.steps = budget.refuel(ev.steps)
         variables[name] = item
         try:
-            for code in codes:
-                code(ev, inner)
+            if only is not None:
+                only(ev, inner)
+            else:
+                for code in codes:
+                    code(ev, inner)
             completed = True
         except LoopSignal as signal:
             if signal.stop:
