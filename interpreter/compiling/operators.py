@@ -226,7 +226,13 @@ def compile_unary(node: ast.Unary) -> Code:
         return compile_test(node.operand, not node.operand.negated)
     operand, op = compile_node(node.operand), node.op
     if op == "not":
-        return lambda ev, scope: not truth(ev, operand(ev, scope), node)
+        def not_(ev: Any, scope: Any) -> bool:
+            value = operand(ev, scope)
+            try:
+                return False if value else True
+            except Exception as e:  # a strict undefined refuses to be tested
+                ev.fail(e, node)
+        return not_
 
     def negate(ev: Any, scope: Any) -> Any:
         value = operand(ev, scope)
@@ -245,12 +251,22 @@ def compile_logical(node: ast.Logical) -> Code:
     if node.op == "and":
         def and_(ev: Any, scope: Any) -> Any:
             value = left(ev, scope)
-            return right(ev, scope) if truth(ev, value, node) else value
+            try:
+                if not value:
+                    return value
+            except Exception as e:  # a strict undefined refuses to be tested
+                ev.fail(e, node)
+            return right(ev, scope)
         return and_
 
     def or_(ev: Any, scope: Any) -> Any:
         value = left(ev, scope)
-        return value if truth(ev, value, node) else right(ev, scope)
+        try:
+            if value:
+                return value
+        except Exception as e:
+            ev.fail(e, node)
+        return right(ev, scope)
     return or_
 
 
