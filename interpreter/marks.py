@@ -9,6 +9,8 @@ mark is an injection, an extra mark only a missed special token).
 """
 from __future__ import annotations
 
+from bisect import bisect_right
+from operator import itemgetter
 from typing import Any, Iterable, Optional, Sequence
 
 from .limits import check_size
@@ -311,18 +313,29 @@ def merge(spans: Iterable[tuple[int, int]]) -> Spans:
 
 
 def clip(spans: Spans, start: int, stop: int) -> Spans:
-    """The spans inside [start, stop), shifted so that `start` becomes 0."""
+    """The spans inside [start, stop), shifted so that `start` becomes 0. The first one that
+    reaches past `start` is found by bisection: cutting a string of many spans into many pieces
+    (escaping, splitting, replacing) costs each piece only the spans it holds."""
     out = []
-    for a, b in spans:
-        a, b = max(a, start), min(b, stop)
+    for i in range(bisect_right(spans, start, key=_end), len(spans)):
+        a, b = spans[i]
+        if a >= stop:
+            break
+        a = a if a > start else start
+        b = b if b < stop else stop
         if a < b:
             out.append((a - start, b - start))
     return tuple(out)
 
 
+_end = itemgetter(1)
+
+
 def sub(s: str, start: int, stop: int) -> str:
     """`s[start:stop]` for 0 <= start <= stop <= len(s), keeping marks."""
     text = str.__getitem__(s, slice(start, stop))
+    if type(s) is Input:  # every character input: so is any piece
+        return Input(text) if text else ""
     return make(text, clip(s.spans, start, stop)) if isinstance(s, Marked) else text
 
 

@@ -57,3 +57,16 @@ def test_an_empty_input_string_added_to_a_partly_marked_one():
     mixed = marks.from_flags("ab", [True, False])
     assert flags(marks.concat2(Input(""), mixed)) == [True, False]
     assert flags(marks.concat2(mixed, Input(""))) == [True, False]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(pieces, max_size=8), st.data())
+def test_cutting_keeps_each_character_s_flag(parts, data):
+    whole = marks.concat(parts)  # a string of many spans
+    start = data.draw(st.integers(0, len(whole)))
+    stop = data.draw(st.integers(start, len(whole)))
+    piece = marks.sub(whole, start, stop)
+    assert str.__str__(piece) == str.__str__(whole)[start:stop]
+    assert flags(piece) == flags(whole)[start:stop]
+    if not any(flags(piece)):
+        assert type(piece) is str
