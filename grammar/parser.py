@@ -10,6 +10,7 @@ from the user's cache folder (`cache_folder`), else built (50-250 ms) and kept t
 """
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import re
@@ -99,8 +100,15 @@ def has_shipped_tables(syntaxes: tuple[Syntax, ...], delimiters: Delimiters = DE
     checking again (grammar/compose.py)."""
     if not delimiters.is_default or _no_shipped():
         return False
-    grammar = grammar_text(core_grammar(), [s.grammar for s in syntaxes], delimiters).text
+    grammar = _generated(tuple(s.grammar for s in syntaxes), delimiters).text
     return tables.load_plain(grammar, LARK_OPTIONS) is not None
+
+
+@functools.lru_cache(maxsize=32)
+def _generated(fragments: tuple[str, ...], delimiters: Delimiters) -> Any:
+    """The composed grammar (grammar/generate.py), made once for `has_shipped_tables` and the
+    parser both."""
+    return grammar_text(core_grammar(), list(fragments), delimiters)
 
 
 class Parser:
@@ -117,7 +125,7 @@ class Parser:
         self.syntaxes = syntaxes
         self.delimiters = delimiters
         self.strict = strict
-        generated = grammar_text(core_grammar(), [s.grammar for s in syntaxes], delimiters)
+        generated = _generated(tuple(s.grammar for s in syntaxes), delimiters)
         self.grammar = generated.text  # with the default delimiters, the files' text unchanged
         callbacks = {"NAME": _identifier}
         options = dict(LARK_OPTIONS, strict=strict, lexer_callbacks=callbacks)
