@@ -360,3 +360,39 @@ def test_a_grammar_without_shipped_tables_imports_lark_when_its_parser_is_made()
             "env = jinjamark.Environment(extensions=['do'])\n"
             "print('lark' in sys.modules, env.from_string('{% do x %}{{ 1 }}').render())\n")
     assert _fresh(code).split() == ["True", "1"]
+
+
+# ---------------------------------------------------------------------------- compact templates
+
+@given(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1),
+       st.integers(0, 2**32 - 1))
+@settings(max_examples=200, deadline=None)
+def test_a_span_packed_in_an_int_gives_back_its_four_positions(line, column, start, end):
+    span = ast.Span(line, column, start, end)
+    assert (span.line, span.column, span.start, span.end) == (line, column, start, end)
+    assert dataclasses.astuple(span) == (line, column, start, end)
+    assert pickle.loads(pickle.dumps(span)) == span and dataclasses.replace(span) == span
+    other = ast.Span(line, column, start, end ^ 1)
+    assert other != span and (other == span) is False
+    node = ast.Name(span, "x")
+    assert node.span == span and type(node._span) is int  # what the node keeps: a plain int
+    with pytest.raises(ValueError):
+        ast.Span(line, column, start, -1)
+
+
+def test_a_pass_context_callable_sees_the_names_set_assigned_as_in_jinja2():
+    """The template's memo finds those names when first asked for (template_api.Memo)."""
+    jinja2 = pytest.importorskip("jinja2")
+    source = ("{% set a = 1 %}{% for x in [1] %}{% set b = 2 %}{{ show('b') }}{{ show('x') }}"
+              "{% endfor %}{{ show('a') }}{{ show('b') }}{% macro m(p) %}{{ show('p') }}{% endmacro %}"
+              "{{ m(3) }}")
+    rendered = []
+    for module in (jinja2, jinjamark):
+        env = module.Environment()
+
+        @module.pass_context
+        def show(context, name):
+            return context.get(name, "?")
+        env.globals["show"] = show
+        rendered.append(env.from_string(source).render())
+    assert rendered[0] == rendered[1]
