@@ -29,13 +29,15 @@ class Scanner:
     that matches, then its keyword map (a NAME reading `in` is IN), then the user's callback
     for the terminal (a name must be an identifier)."""
     __slots__ = ("names", "regexps", "alternatives", "unless", "newline_types", "ignore_types",
-                 "callbacks")
+                 "callbacks", "dropped")
 
     def __init__(self, spec: tuple, regexps: Mapping[str, str], callbacks: Mapping[str, Callable]) -> None:
         self.names, unless, self.newline_types, self.ignore_types = spec
         self.unless = {kind: dict(words) for kind, words in unless}
         self.regexps = regexps
         self.callbacks = callbacks
+        # ignored terminals no callback looks at: dropped unread (Lark's way)
+        self.dropped = frozenset(k for k in self.ignore_types if k not in callbacks and k not in self.unless)
         self.alternatives: Optional[tuple] = None
 
     def built(self) -> "Scanner":
@@ -89,10 +91,10 @@ class GroupedLexer:
                     break
             else:
                 raise LookupError("no terminal matches")  # the two-pass parse says what is wrong
-            value, kind = found.group(0), found.lastgroup
+            value, kind = found[0], found.lastgroup
             size = len(value)
             newlines = value.count("\n") if kind in group.newline_types else 0
-            if kind in group.ignore_types and kind not in group.callbacks and kind not in group.unless:
+            if kind in group.dropped:
                 token = None
             else:
                 end_pos = pos + size
@@ -129,7 +131,7 @@ def _next(scanner: Scanner, text: str, pos: int, line: int, line_start: int) -> 
     value, kind = found.group(0), found.lastgroup
     size = len(value)
     newlines = value.count("\n") if kind in scanner.newline_types else 0
-    if kind in scanner.ignore_types and kind not in scanner.callbacks and kind not in scanner.unless:
+    if kind in scanner.dropped:
         return None, size, newlines
     end_pos = pos + size
     end_start = (text.rindex("\n", pos, end_pos) + 1) if newlines else line_start
