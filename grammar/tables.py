@@ -10,6 +10,12 @@ and Lark's version. A grammar that differs in any way (an edited `jinja.lark`, a
 other delimiters, another Lark) has another digest, finds no file, and is built (or found in the
 user cache) as before. The files are only read, so a read-only install works.
 
+Each default grammar also has its plain tables (`*.plain.z`: grammar/larktables.py, read with
+`marshal`), which the one-pass parse runs on without importing Lark; the Lark tables are loaded
+only for the two-pass parse that reports errors. They hold only dicts, tuples, strings and ints
+(marshal reads those alike across Python 3 versions); a file that cannot be read, or was made
+for another grammar, is ignored, and the tables are read from the grammar's Lark parser instead.
+
 Regenerate after changing the grammar (tests/test_startup.py fails until then):
 
     python -m jinjamark.grammar.tables
