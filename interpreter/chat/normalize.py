@@ -367,6 +367,9 @@ def marked_flat_prefix(conversation: Any, trusted_roles: frozenset = TRUSTED_ROL
     for message in conversation:
         if type(message) is not dict:
             return out
+        role = message.get("role")
+        if type(role) is not str or role not in trusted_roles:
+            role = None  # marked as any other value
         m = {}
         for k, v in message.items():
             if type(v) is not str or not v:
@@ -376,10 +379,7 @@ def marked_flat_prefix(conversation: Any, trusted_roles: frozenset = TRUSTED_ROL
                 if type(k) is not str or k in REASONING_FIELDS:
                     return out
                 key = names[k] = _mark_str(k)
-            m[key] = Input(v)
-        role = message.get("role")
-        if role in trusted_roles:
-            m["role"] = role
+            m[key] = v if v is role and k == "role" else Input(v)  # a trusted role: no Input made
         add(m)
     return out
 
