@@ -23,7 +23,7 @@ import types
 from collections import abc
 from typing import Any, Callable, Optional, TypeVar
 
-from .marks import Marked
+from .marks import Input, Marked, Mixed
 from .numbers import InputBytes, InputFloat, InputInt, InputRange
 from .undefined import Undefined
 
@@ -168,7 +168,7 @@ def _model_types() -> frozenset:
     views = (type({}.keys()), type({}.values()), type({}.items()))
     return frozenset({str, int, float, bool, complex, type(None), list, tuple, dict, set,
                       frozenset, bytes, bytearray, range, slice, InputInt, InputFloat, InputBytes,
-                      InputRange, *views})
+                      InputRange, Input, Mixed, *views})  # marked text: known at once, no hasattr
 
 
 # The types of jinjamark's value model: everything else an embedder passes is a host object.
