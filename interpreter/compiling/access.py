@@ -100,6 +100,8 @@ def compile_access(node: Any) -> Code:
     """`a.b` and `a[b]`; a path of plain reads from a variable (`messages[i]['role']`,
     `m.function.name`) walked in one closure while it meets plain dicts and lists."""
     general = _compile_getattr(node) if type(node) is ast.GetAttr else _compile_getitem(node)
+    if type(node.obj) is ast.Name and (type(node) is ast.GetAttr or type(node.key) is not ast.Name):
+        return general  # `m['role']`, `m.role`: _variable_read reads it in one closure already
     path = read_path(node)
     if path is None or len(path[1]) == 1 and not path[1][0][1]:
         return general  # `m['role']`: _variable_read reads it in one closure already
@@ -107,10 +109,11 @@ def compile_access(node: Any) -> Code:
 
 
 def _compile_getattr(node: ast.GetAttr) -> Code:
-    obj_code, attr = compile_node(node.obj), node.attr
+    attr = node.attr
     plain = type(attr) is str and attr[:1] != "_" and attr not in DICT_ATTRIBUTES
     if type(node.obj) is ast.Name:
         return _variable_attribute(node, node.obj.name, plain)
+    obj_code = compile_node(node.obj)
 
     def getattr_(ev: Any, scope: Any) -> Any:
         obj = obj_code(ev, scope)
@@ -126,14 +129,14 @@ def _compile_getattr(node: ast.GetAttr) -> Code:
 
 
 def _compile_getitem(node: ast.GetItem) -> Code:
-    obj_code = compile_node(node.obj)
     if type(node.key) is ast.Slice and not is_constant(node.obj):
-        key_code = compile_node(node.key)
+        obj_code, key_code = compile_node(node.obj), compile_node(node.key)
         return located(lambda ev, scope: slice_value(obj_code(ev, scope), key_code(ev, scope)),
                        node)
     is_const, key = constant(node.key)
     if is_const and type(key) is not tuple and type(node.obj) is ast.Name:
         return _variable_item(node, node.obj.name, key)
+    obj_code = compile_node(node.obj)
     if is_const and type(key) is not tuple:
         def const_item(ev: Any, scope: Any) -> Any:
             obj = obj_code(ev, scope)

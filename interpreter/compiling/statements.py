@@ -174,9 +174,9 @@ def compile_for(node: ast.For) -> Code:
     from ..evaluator import LoopSignal, assign, filtered, loop_iterator  # (it imports this)
     iterable_code = compile_node(node.iter)
     otherwise: list = []  # the `else` body's closure, compiled when it first runs
-    wants_loop, reuse = _reads_loop(node), _frame_stays_inside(node.body)
+    wants_loop, reuse, writes = _loop_facts(node)
     # One frame, one dict, for all iterations: nothing keeps the frame and nothing writes it
-    fixed = reuse and type(node.target) is ast.NameTarget and not _writes_frame(node.body)
+    fixed = reuse and type(node.target) is ast.NameTarget and not writes
     statements: list = []  # [codes, cost + 1], compiled at the first run
 
     def for_(ev: Any, scope: Any) -> None:
@@ -305,38 +305,32 @@ _KEEPS_FRAME = frozenset({ast.Macro, ast.CallBlock, ast.Import, ast.FromImport, 
                           ast.Block, ast.Extends})
 
 
-def _frame_stays_inside(body: tuple) -> bool:
-    for inner in ast.walk(body):
-        kind = type(inner)
-        if kind in _KEEPS_FRAME or kind.__module__ not in _CORE_MODULES:
-            return False
-        if kind is ast.For and inner.recursive:
-            return False
-    return True
-
-
 # Statements that set names in the frame they run in (a loop's, a macro's, a with's own frame
 # is its own; `ns.x = ...` changes the namespace, not the frame).
 _WRITES_FRAME = frozenset({ast.Assign, ast.AssignBlock, ast.Macro, ast.Import, ast.FromImport})
 
 
-def _writes_frame(body: tuple) -> bool:
-    for inner in ast.walk(body):
+def _loop_facts(node: ast.For) -> tuple[bool, bool, bool]:
+    """In one walk of a loop's bodies: whether they read `loop` (an extension's node may),
+    whether nothing in the body can keep its frame beyond an iteration, and whether the body
+    sets names in its frame."""
+    reads_loop, stays_inside, writes = False, True, False
+    for inner in ast.walk(node.body):
         kind = type(inner)
+        if kind.__module__ not in _CORE_MODULES:
+            reads_loop, stays_inside = True, False
+        elif kind is ast.Name:
+            reads_loop = reads_loop or inner.name == "loop"
+        elif kind in _KEEPS_FRAME or kind is ast.For and inner.recursive:
+            stays_inside = False
         if kind in _WRITES_FRAME and not (kind is ast.Assign
                                           and type(inner.target) is ast.NamespaceTarget):
-            return True
-    return False
-
-
-def _reads_loop(node: ast.For) -> bool:
-    for inner in ast.walk((node.body, node.otherwise)):
-        kind = type(inner)
-        if kind is ast.Name and inner.name == "loop":
-            return True
-        if kind.__module__ not in _CORE_MODULES:
-            return True
-    return False
+            writes = True
+    if not reads_loop and node.otherwise:
+        reads_loop = any(type(inner) is ast.Name and inner.name == "loop"
+                         or type(inner).__module__ not in _CORE_MODULES
+                         for inner in ast.walk(node.otherwise))
+    return reads_loop, stays_inside, writes
 
 
 # ---------------------------------------------------------------------------- assignment
