@@ -66,8 +66,8 @@ SHIM = {
         from jinjamark import *
         from jinjamark import Environment, Template, meta
         from jinjamark import loaders
-        from jinjamark.undefined import is_undefined
-        from jinjamark.sandbox import unsafe
+        from jinjamark.values.undefined import is_undefined
+        from jinjamark.values.sandbox import unsafe
         from jinjamark.environment_tools import pass_context, pass_environment, pass_eval_context
         from markupsafe import Markup, escape
         from . import nodes, sandbox, runtime, utils, exceptions
@@ -78,18 +78,18 @@ SHIM = {
     "meta.py": "from jinjamark.meta import *\n",
     "ext.py": "from jinjamark.ext import *\n",
     "sandbox.py": """
-        from jinjamark.sandbox import *
+        from jinjamark.values.sandbox import *
         from jinjamark.sandbox import SandboxedEnvironment, ImmutableSandboxedEnvironment
     """,
     "runtime.py": """
-        from jinjamark.undefined import *
-        from jinjamark.contexts import Context
-        from jinjamark.runtime import LoopContext, Macro
+        from jinjamark.values.undefined import *
+        from jinjamark.evaluation.contexts import Context
+        from jinjamark.values.runtime import LoopContext, Macro
     """,
     "utils.py": """
         from jinjamark.environment_tools import pass_context, pass_environment, pass_eval_context
-        from jinjamark.autoescape import select_autoescape
-        from jinjamark.runtime import Cycler, Joiner
+        from jinjamark.evaluation.autoescape import select_autoescape
+        from jinjamark.values.runtime import Cycler, Joiner
         from markupsafe import Markup, escape
     """,
     "nodes.py": "from jinjamark.environment import RenderContext as EvalContext\n",

@@ -1,22 +1,22 @@
 """jinjamark: a Jinja engine for LLM chat templates that knows which characters came from input."""
-from .autoescape import select_autoescape
+from .evaluation.autoescape import select_autoescape
 from .chat import ChatTemplate, chat_environment
 from .environment import Environment, RenderContext, Template
 from .environment_tools import pass_context, pass_environment, pass_eval_context
 from .errors import (ExtensionError, InputTypeError, LimitExceeded, SecurityError,
                      TemplateAssertionError, TemplateError, TemplateRuntimeError, TemplateSyntaxError,
                      UndefinedError)
-from .ext import Extension
-from .hostcalls import keeps_marks
+from .ext.api import Extension
+from .values.hostcalls import keeps_marks
 from .limits import Limits
 from .loaders import (BaseLoader, ChoiceLoader, DictLoader, FileSystemLoader, FunctionLoader,
                       PackageLoader, PrefixLoader, TemplateNotFound, TemplatesNotFound)
-from .marks import Marked
-from .output import Part
-from .sandbox import unsafe
-from .undefined import (ChainableUndefined, DebugUndefined, StrictUndefined, Undefined,
-                        make_logging_undefined)
-from .values import mark_input
+from .marks import Marked  # and `jinjamark.marks`, the documented module
+from .evaluation.output import Part
+from .values.sandbox import unsafe
+from .values.undefined import (ChainableUndefined, DebugUndefined, StrictUndefined, Undefined,
+                               make_logging_undefined)
+from .values.access import mark_input
 
 from .version import __version__  # the one version source; pyproject.toml reads it too
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .errors import TemplateAssertionError
-from .evaluator import Evaluator
-from .expressions import COMPARE
+from .evaluation.evaluator import Evaluator
+from .evaluation.expressions import COMPARE
 from .grammar import ast
-from .compiling.core import COMPILERS
-from .scope import Scope, frame_fields
+from .evaluation.compiling.core import COMPILERS
+from .evaluation.scope import Scope, frame_fields
 
 
 def check(env: Any, tree: ast.Template, name: Optional[str], source: str) -> None:

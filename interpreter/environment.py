@@ -9,25 +9,31 @@ from collections import ChainMap
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional
 
 from .grammar import ast
-from .hostcalls import host_result, keeps_marks_declared
+from .values.hostcalls import host_result, keeps_marks_declared
 from .loaders import TemplateLoading, keep
 from .grammar.delimiters import Delimiters
 from .grammar.whitespace import Options
 from .errors import TemplateError, TemplateRuntimeError, TemplateTooLarge
-from .autoescape import initial as initial_autoescape, set_autoescape
-from .composition import GUARDED, TOPLEVEL_BLOCKS, analyse, composes, run_template
-from .evaluator import CORE_HANDLERS, DECLARED, Evaluator, LoopSignal
-from .expressions import BINARY
-from .ext import Extension, install, parser_for, resolve
-from . import compile_checks, limits, metering, sandbox, template_api, tracking
-from .builtin_tests import TESTS as _TESTS
+from .evaluation.autoescape import initial as initial_autoescape, set_autoescape
+from .evaluation.composition import GUARDED, TOPLEVEL_BLOCKS, analyse, composes, run_template
+from .evaluation.evaluator import CORE_HANDLERS, DECLARED, Evaluator
+from .evaluation.loops import LoopSignal
+from .evaluation.expressions import BINARY
+from .ext.api import Extension, install, parser_for
+from .ext.names import resolve
+from . import compile_checks, limits, metering, template_api
+from .sandbox_hooks import SandboxHooks
+from .values import sandbox
+from .evaluation import tracking
+from .builtins.tests import TESTS as _TESTS
 from .limits import DEFAULT_LIMITS, Limits
-from .output import Part, to_parts
-from .scope import Scope, declarations
-from .runtime import TemplateModule
-from .undefined import Undefined
+from .evaluation.output import Part, to_parts
+from .evaluation.scope import Scope, declarations
+from .values.runtime import TemplateModule
+from .values.undefined import Undefined
 from .environment_tools import RenderContext, pass_arg_of
-from .values import get_attribute, get_item, to_string
+from .values.access import get_attribute, get_item
+from .values.printing import to_string
 
 
 def _option(field: str) -> Any:
@@ -45,9 +51,9 @@ def _option(field: str) -> Any:
 
 
 
-class Environment(sandbox.SandboxHooks, TemplateLoading):
+class Environment(SandboxHooks, TemplateLoading):
     """Options and registries shared by the templates made from it (Jinja2's defaults), with
-    Jinja2's sandbox hooks for host objects (sandbox.py)."""
+    Jinja2's sandbox hooks for host objects (sandbox_hooks.py)."""
 
     def __init__(self, block_start_string: str = "{%", block_end_string: str = "%}",
                  variable_start_string: str = "{{", variable_end_string: str = "}}",
@@ -63,9 +69,9 @@ class Environment(sandbox.SandboxHooks, TemplateLoading):
                  immutable: bool = False, strict_extensions: bool = False) -> None:
         """Jinja2's arguments in Jinja2's order (`optimized` and `bytecode_cache` are accepted and
         have no effect); then ours, by keyword only: `limits`, `immutable`, `strict_extensions`."""
-        from .builtin_tests import TESTS
-        from .filters import FILTERS
-        from .globals import GLOBALS
+        from .builtins.tests import TESTS
+        from .builtins.filters import FILTERS
+        from .builtins.globals import GLOBALS
 
         if newline_sequence not in ("\n", "\r\n", "\r"):
             raise ValueError("newline_sequence set to unknown line ending string.")
@@ -388,7 +394,7 @@ class Template:
         base = self.base_scope(overlay)
         scope = Scope(base, context)
         try:
-            if self.composes:  # blocks, extends, include, import: composition.py
+            if self.composes:  # blocks, extends, include, import: evaluation/composition.py
                 return run_template(ev, self, scope, base)
             ev.top = scope  # what pass_context callables see (contexts.Context)
             ev.run(self.tree.body, scope)
@@ -400,7 +406,7 @@ class Template:
 
 def _render_tracked(template: Template, context: dict, overlay: Optional[dict],
                     spans: list) -> list[str]:
-    """A render on evaluators that record where generation bodies land (tracking.py)."""
+    """A render on evaluators that record where generation bodies land (evaluation/tracking.py)."""
     tracker = tracking.Tracker()
     token = tracking.start_tracking(tracker)
     try:

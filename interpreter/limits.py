@@ -24,7 +24,7 @@ class Limits:
     measured: every corpus chat template renders a 1,000-turn conversation, and so does a
     template looking ahead over the rest of it for each message (1,001,000 iterations, 13.6M
     steps), while every attack of tests/test_attacks.py ends within 2 s and 500 MB. Steps are
-    weighted by what a node costs to run (compiling/core.py: a call 10, a filter 6, a name 1), so
+    weighted by what a node costs to run (evaluation/compiling/core.py: a call 10, a filter 6, a name 1), so
     that a loop of cheap steps within every limit ends, by the fuel, in about 1-3 s."""
     max_template_size: int = 100_000       # characters of template source (compiles in < ~1 s)
     max_nesting: int = 200                 # parser: how deeply constructs may nest

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from .errors import UndefinedError
 from .grammar.errors import TemplateError
-from .undefined import Undefined
+from .values.undefined import Undefined
 
 Source = tuple[str, Optional[str], Optional[Callable[[], bool]]]
 

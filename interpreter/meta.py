@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Optional
 
 from .chat.variables import undeclared_variables
-from .globals import GLOBALS
+from .builtins.globals import GLOBALS
 from .grammar import ast
 
 __all__ = ["find_undeclared_variables", "find_referenced_templates"]

@@ -180,7 +180,7 @@ ATTRIBUTE_HOLDERS: set[type] = set()
 def prints_its_attributes(cls: type) -> type:
     """Class decorator: an object of `cls` prints (and so is walked, measured and metered) as
     the values of its `attrs` dict, as a template's namespace does. The runtime's classes are
-    declared so where they are defined (runtime.py, which builds on this module)."""
+    declared so where they are defined (values/runtime.py, which builds on this module)."""
     global _CONTAINERS
     ATTRIBUTE_HOLDERS.add(cls)
     _CONTAINERS = (*_CONTAINERS, cls)
@@ -259,7 +259,7 @@ def metered(fn: Callable, cost: float, walk: Optional[int] = None, base: float =
 
 
 # Work below this many units is left to the fuel: a call is a step that weighs ten (WEIGHTS in
-# compiling/core.py), and the fuel's bound on steps bounds what small calls can add up to
+# evaluation/compiling/core.py), and the fuel's bound on steps bounds what small calls can add up to
 # (15M fuel / 10 * 512 units stays below the default max_work of 500M).
 SMALL_WORK = 512
 

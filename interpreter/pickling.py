@@ -17,7 +17,8 @@ from collections import OrderedDict
 from types import SimpleNamespace
 from typing import Any
 
-from .ext import install, resolve, shipped
+from .ext.api import install
+from .ext.names import resolve, shipped
 
 # Rebuilt by Environment._prepare rather than pickled: a new cache, lock or derived table of
 # the environment belongs here (tests/test_processes.py checks that no parser or lock is pickled).
@@ -100,11 +101,11 @@ _trees_lock = threading.Lock()
 
 def _tables(extensions: tuple) -> SimpleNamespace:
     """The tables a new environment with these extensions starts with."""
-    from .builtin_tests import TESTS
-    from .evaluator import CORE_HANDLERS
-    from .expressions import BINARY
-    from .filters import FILTERS
-    from .globals import GLOBALS
+    from .builtins.tests import TESTS
+    from .evaluation.evaluator import CORE_HANDLERS
+    from .evaluation.expressions import BINARY
+    from .builtins.filters import FILTERS
+    from .builtins.globals import GLOBALS
     tables = SimpleNamespace(filters=dict(FILTERS), tests=dict(TESTS), globals=dict(GLOBALS),
                              handlers=dict(CORE_HANDLERS), operators=dict(BINARY))
     install(tables, extensions)

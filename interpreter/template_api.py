@@ -9,18 +9,18 @@ from __future__ import annotations
 from typing import IO, Any, Callable, Iterator, Optional, Union
 
 from . import limits
-from .contexts import ASSIGNED, Context, assigned_names
+from .evaluation.contexts import ASSIGNED, Context, assigned_names
 from .environment_tools import RenderContext, pass_arg_of
-from .evaluator import Evaluator
+from .evaluation.evaluator import Evaluator
 from .grammar import ast
-from .hostcalls import host_result
-from .markup import escape
-from .marks import concat
-from .runtime import TemplateModule
-from .scope import Scope
+from .values.hostcalls import host_result
+from .values.markup import escape
+from .values.marks import concat
+from .values.runtime import TemplateModule
+from .evaluation.scope import Scope
 from .errors import TemplateSyntaxError
-from .undefined import MISSING, Undefined
-from .values import to_string
+from .values.undefined import MISSING, Undefined
+from .values.printing import to_string
 
 
 class TemplateStream:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, NamedTuple, Optional
 
-from .compiling import TRACER
+from .evaluation.compiling import TRACER
 
 
 class Step(NamedTuple):

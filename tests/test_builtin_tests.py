@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 import jinjamark
 from jinjamark import marks
-from jinjamark.builtin_tests import TESTS
-from jinjamark.runtime import Cycler, Joiner, LoopContext, Method, Namespace
+from jinjamark.builtins.tests import TESTS
+from jinjamark.values.runtime import Cycler, Joiner, LoopContext, Method, Namespace
 from test_filters import OURS, assert_same
 
 CONTEXT = {"i": 7, "z": 0, "neg": -4, "fl": 2.0, "half": 2.5, "s": "abc", "up": "ABC",
@@ -98,4 +98,4 @@ def test_runtime_objects_answer_type_tests_by_what_they_are():
     assert not TESTS["mapping"](Namespace(a=1)) and not TESTS["sequence"](Namespace())
     assert TESTS["defined"](Namespace()) and not TESTS["undefined"](loop)
     assert TESTS["undefined"](jinjamark.StrictUndefined())
-    assert TESTS["escaped"](jinjamark.markup.Markup("x"))
+    assert TESTS["escaped"](jinjamark.values.markup.Markup("x"))

@@ -19,7 +19,8 @@ from hypothesis import given, strategies as st
 import oracle
 from conftest import CONVERSATIONS, TEMPLATES, fixture, source_of
 import jinjamark
-from jinjamark import cli, cli_diff, cli_show
+from jinjamark import cli
+from jinjamark.cli import diff as cli_diff, show as cli_show
 from jinjamark.grammar import ast
 from jinjamark.grammar.errors import position
 

@@ -1,4 +1,4 @@
-"""The closure compiler's shortcuts (interpreter/compiling/): each one against Jinja2, and the
+"""The closure compiler's shortcuts (interpreter/evaluation/compiling/): each one against Jinja2, and the
 cases where a shortcut must step aside (a host's own test or filter, a frame something keeps,
 a strict undefined), plus fuel, deadline and tracing on compiled code."""
 from __future__ import annotations

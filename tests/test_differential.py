@@ -751,7 +751,7 @@ def test_whitespace_control_matches_jinja2_under_every_option(source, trim, lstr
 @given(case=cases(depth=2))
 def test_generated_templates_render_as_jinja2_with_autoescaping(case):
     """The generated templates again, with `autoescape=True`: every filter, test, method and
-    operator on escaped and safe text (interpreter/autoescape.py)."""
+    operator on escaped and safe text (interpreter/evaluation/autoescape.py)."""
     source, opts = case
     assert_same_as_jinja2(source, {**opts, "autoescape": True})
     assert_same_as_jinja2(source, {**opts, "autoescape": True}, marked=True)  # escaping marked text

@@ -19,7 +19,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 import jinjamark
 from jinjamark import marks
-from jinjamark.filters import FILTERS
+from jinjamark.builtins.filters import FILTERS
 from jinjamark.marks import mark
 
 JINJA = ImmutableSandboxedEnvironment()
@@ -591,7 +591,7 @@ def test_join_marks_exactly_the_marked_items(items, sep):
 
 def test_markup_behaves_as_markupsafes():
     import markupsafe
-    from jinjamark.markup import Markup, escape
+    from jinjamark.values.markup import Markup, escape
     for ours, theirs in ((Markup, markupsafe.Markup),):
         a, b = ours("<b>%s</b>"), theirs("<b>%s</b>")
         assert str(a % "<&>") == str(b % "<&>")
@@ -620,7 +620,7 @@ def test_markup_behaves_as_markupsafes():
 @given(s=TEXT)
 def test_escape_and_striptags_of_random_text_match_markupsafe(s):
     import markupsafe
-    from jinjamark.markup import Markup, escape
+    from jinjamark.values.markup import Markup, escape
     assert str(escape(s)) == str(markupsafe.escape(s))
     assert Markup(s).striptags() == markupsafe.Markup(s).striptags()
     assert marks.plain(escape(mark(s))) == str(markupsafe.escape(s))
@@ -632,7 +632,7 @@ def test_escape_and_striptags_of_random_text_match_markupsafe(s):
 def test_markup_add_escapes_like_markupsafe_and_keeps_marks(a, b, safe_left, safe_right,
                                                             marked_left, marked_right):
     import markupsafe
-    from jinjamark.markup import Markup, is_safe, markup_add
+    from jinjamark.values.markup import Markup, is_safe, markup_add
     left = call("safe", mark(a) if marked_left else a) if safe_left else (mark(a) if marked_left else a)
     right = call("safe", mark(b) if marked_right else b) if safe_right else (mark(b) if marked_right else b)
     theirs_left = markupsafe.Markup(a) if safe_left else a
@@ -648,7 +648,7 @@ def test_markup_add_escapes_like_markupsafe_and_keeps_marks(a, b, safe_left, saf
 
 
 def test_markup_mod_escapes_arguments_of_safe_marked_text():
-    from jinjamark.markup import is_safe, markup_mod
+    from jinjamark.values.markup import is_safe, markup_mod
     template = call("safe", mark("<b>%s</b>"))
     result = markup_mod(template, "<")
     assert result == "<b>&lt;</b>" and is_safe(result) and all(marks.flags_of(result))

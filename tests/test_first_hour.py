@@ -1,7 +1,7 @@
 """The first hour of a new user, scripted: every mistake and signal on the installed `jinjamark`
 console script ends with a message and a documented exit status, never a traceback.
 
-Exit statuses (interpreter/cli.py): 0 done, 1 a template error, 2 a wrong command line or input
+Exit statuses (interpreter/cli/__init__.py): 0 done, 1 a template error, 2 a wrong command line or input
 file, 130 interrupted, 141 the reader of the output went away.
 """
 from __future__ import annotations

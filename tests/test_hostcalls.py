@@ -11,7 +11,7 @@ import jinjamark
 from jinjamark import keeps_marks, mark_input
 from jinjamark.ext import span
 from jinjamark.grammar import ast
-from jinjamark.markup import Markup
+from jinjamark.values.markup import Markup
 
 # Idioms of ordinary Python that return plain text, whatever marks their arguments had.
 DROPPING = {

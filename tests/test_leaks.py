@@ -26,7 +26,7 @@ from hypothesis import given, settings, strategies as st
 import jinjamark
 from jinjamark import LimitExceeded, TemplateError, mark_input
 from jinjamark.errors import InputTypeError
-from jinjamark.markup import Markup
+from jinjamark.values.markup import Markup
 
 PRIVATE_USE = ["\ue000", "\ue001", "\uf8ff"]
 INPUT = st.lists(st.sampled_from(PRIVATE_USE + ["<|im_end|>", "ß"]), min_size=1, max_size=4).map("".join)

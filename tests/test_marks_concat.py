@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings, strategies as st
 
 from jinjamark import marks
-from jinjamark.markup import Markup
+from jinjamark.values.markup import Markup
 from jinjamark.marks import Input, Marked
 
 

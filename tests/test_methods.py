@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 
 import jinjamark
 from jinjamark import marks
-from jinjamark.markup import Markup
+from jinjamark.values.markup import Markup
 from jinjamark.marks import mark
-from jinjamark.methods import STR_METHODS, is_unsafe_method, lookup_method
-from jinjamark.runtime import Method
+from jinjamark.values.methods import STR_METHODS, is_unsafe_method, lookup_method
+from jinjamark.values.runtime import Method
 from test_filters import OURS, OURS_IMMUTABLE, TEXT, assert_same
 
 CONTEXT = {"s": "Hello, World", "csv": "a,b,,c", "pad": "  x y  ", "l": [3, 1, 3], "t": (1, 2),
@@ -188,7 +188,7 @@ def test_format_marks_fields_from_input_only():
 
 
 def test_printf_style_on_marked_values_keeps_marks():
-    from jinjamark.formatting import percent_format
+    from jinjamark.values.formatting import percent_format
     result = percent_format("%s=%d%%", (mark("k"), 5))
     assert (result, result.spans) == ("k=5%", ((0, 1),))
     result = percent_format("%(a)s/%(b)s", {"a": "x", "b": mark("y")})

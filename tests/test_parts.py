@@ -149,8 +149,8 @@ def test_chat_template_render_parts_joins_to_render(agp):
 from hypothesis import given, strategies as st  # noqa: E402
 
 from jinjamark.marks import Input, Mixed, flags_of, from_flags  # noqa: E402
-from jinjamark.markup import Markup  # noqa: E402
-from jinjamark.output import to_parts  # noqa: E402
+from jinjamark.values.markup import Markup  # noqa: E402
+from jinjamark.evaluation.output import to_parts  # noqa: E402
 
 _piece_text = st.text(alphabet="ab<|>\n", max_size=6)
 
@@ -318,7 +318,7 @@ def test_sums_of_text_keep_marks_and_escape_as_jinja2(source):
 
 
 def test_template_parts_are_shared_between_renders_and_the_cache_is_bounded():
-    from jinjamark import output
+    from jinjamark.evaluation import output
     output._TEMPLATE_PARTS.clear()  # the suite's earlier renders may have filled it: make room
     template = jinjamark.Environment().from_string("<|a|>{{ u }}{{ n }}" + "x" * 300)
     first = template.render_parts(u=mark_input("1"), n=0)
@@ -333,7 +333,7 @@ def test_template_parts_are_shared_between_renders_and_the_cache_is_bounded():
 
 
 def test_short_input_parts_are_shared_between_renders_and_the_cache_is_bounded():
-    from jinjamark import output
+    from jinjamark.evaluation import output
     template = jinjamark.Environment().from_string("<{{ role }}>{{ text }}")
     first = template.render_parts(role=mark_input("user"), text=mark_input("x" * 17))
     again = template.render_parts(role=mark_input("user"), text=mark_input("x" * 17))

@@ -1373,7 +1373,7 @@ def test_tojson_finds_the_same_marks_as_the_python_encoder(value, sort_keys, ens
 
 
 def _assert_marks_as_the_python_encoder(value, sort_keys, ensure_ascii, indent):
-    from jinjamark import jsonmarks
+    from jinjamark.values import jsonmarks
     from jinjamark.marks import flags_of
     options = dict(sort_keys=sort_keys, ensure_ascii=ensure_ascii, indent=indent)
     try:

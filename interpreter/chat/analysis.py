@@ -42,7 +42,7 @@ def analyze(source: str, special_tokens: Optional[Mapping[str, Any]] = None) -> 
     """Analyse the chat template `source` (the transformers profile). The probe renders get
     `special_tokens` (default `<s>` and `</s>` as BOS and EOS). A template that does not parse
     raises its `TemplateSyntaxError`."""
-    from ..builtin_extensions import Generation  # the profile's tag; the core imports without it
+    from ..ext.shipped import Generation  # the profile's tag; the core imports without it
     tree = _compiled(source)
     variables = undeclared_variables(tree, shared_environment().globals)
     keys = keys_read(tree)

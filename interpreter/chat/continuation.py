@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence, Union
 
-from ..marks import mark
-from ..output import Part
+from ..values.marks import mark
+from ..evaluation.output import Part
 from .normalize import REASONING_FIELDS
 
 TAG = "CONTINUE_FINAL_MESSAGE_TAG "  # transformers' tag: used for a blank final text only

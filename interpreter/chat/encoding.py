@@ -19,7 +19,7 @@ import threading
 from bisect import bisect_right
 from typing import Any, Mapping, Optional, Sequence
 
-from ..output import Part
+from ..evaluation.output import Part
 
 Offsets = list[tuple[int, int]]
 _backend_lock = threading.Lock()

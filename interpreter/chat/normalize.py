@@ -28,8 +28,8 @@ from operator import is_
 from typing import Any, Callable, Optional
 
 from ..errors import LimitExceeded
-from ..marks import Input, Marked
-from ..numbers import InputFloat, InputInt, as_input
+from ..values.marks import Input, Marked
+from ..values.numbers import InputFloat, InputInt, as_input
 
 MAX_DEPTH = 200  # as mark_input: deeper data (or data that contains itself) is refused
 REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")

@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..jsonmarks import dumps
-from ..marks import Marked, join, plain as plain_text
+from ..values.jsonmarks import dumps
+from ..values.marks import Marked, join, plain as plain_text
 from .normalize import REASONING_FIELDS, marked
 
 Result = tuple[list[dict], Optional[str]]

@@ -11,8 +11,8 @@ from typing import Any
 
 from ..environment import Environment
 from ..errors import TemplateError
-from ..hostcalls import keeps_marks
-from .. import jsonmarks
+from ..values.hostcalls import keeps_marks
+from ..values import jsonmarks
 
 PROFILE_EXTENSIONS = ("loopcontrols", "generation")
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from ..environment import Environment, Template
-from ..output import Part, to_parts
+from ..evaluation.output import Part, to_parts
 from . import continuation
 from .loading import (Templates, load_folder, select_template, special_tokens_of_tokenizer,
                       templates_of_tokenizer, token_text)

@@ -17,7 +17,7 @@ import functools
 from typing import Any, Mapping, Optional, Sequence
 
 from ..grammar import ast
-from ..output import Part
+from ..evaluation.output import Part
 from .encoding import InputRuns, backend_of, encode_runs
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator, Optional
 
 from ..grammar import ast
-from ..scope import MACRO_SPECIALS, frame_fields
+from ..evaluation.scope import MACRO_SPECIALS, frame_fields
 
 __all__ = ["undeclared_variables"]
 

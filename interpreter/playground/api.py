@@ -14,14 +14,14 @@ import json
 import os
 from typing import Any, Optional
 
-from ..builtin_extensions import Generation
+from ..ext.shipped import Generation
 from ..chat import ChatTemplate, chat_environment, shared_environment
 from ..chat.analysis import analyze, content_format, keys_read, template_variables
 from ..environment import Environment
 from ..errors import LimitExceeded, TemplateError, TemplateRuntimeError
 from ..grammar import ast
 from ..limits import Limits
-from ..output import Part
+from ..evaluation.output import Part
 from .examples import Example, examples
 
 MAX_SHOWN_CHARACTERS = 1_000_000  # of a render, sent to the page (a browser chokes on more)

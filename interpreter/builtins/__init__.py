@@ -1,0 +1,1 @@
+"""Jinja2's built-in filters, tests and globals, keeping marks."""

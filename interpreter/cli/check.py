@@ -1,0 +1,132 @@
+"""`jinjamark check`: does a chat template parse and render these conversations, and what does
+it read and render? Every error is reported with its caret; the exit status and `--json` are made
+for CI (0 no error, 1 an error, 2 a wrong command line or unreadable file)."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from typing import Any, Optional
+
+from ..chat import ChatTemplate
+from ..chat.analysis import analyze
+from ..chat.loading import select_template
+from .inputs import (STDIN, add_input_options, chat_arguments, load_conversation, load_template,
+                     refuse_two_stdins)
+from .show import describe_error
+from ..errors import TemplateError
+
+
+def add_check(commands: argparse._SubParsersAction) -> None:
+    check = commands.add_parser(
+        "check", help="parse a template and render conversations with it; exit 1 on any error",
+        description="Parse TEMPLATE, render every CONVERSATION.json without and with the "
+                    "generation prompt, and report each error with its caret, then what the "
+                    "template reads and can render. Exit status: 0 no error, 1 an error, "
+                    "2 a wrong command line or unreadable file.")
+    check.add_argument("template", metavar="TEMPLATE",
+                       help="a Jinja chat template file, or a model folder; '-' reads standard input")
+    check.add_argument("conversations", nargs="*", metavar="CONVERSATION.json",
+                       help="conversations to render ('-' reads one from standard input)")
+    check.add_argument("--json", action="store_true",
+                       help="print the report as one JSON object (for CI)")
+    add_input_options(check, generation_prompt=False)
+    check.set_defaults(command=check_command)
+
+
+def check_command(args: argparse.Namespace) -> int:
+    refuse_two_stdins(args.template, *args.conversations)
+    fixtures = [(path, load_conversation(path)) for path in args.conversations]
+    report: dict[str, Any] = {"template": args.template, "ok": True, "errors": [], "renders": []}
+    try:
+        template = load_template(args, args.template)
+        report.update(analysis_report(template))
+    except TemplateError as error:  # it does not parse: nothing to render
+        report["errors"].append(error_report(error, args.template, None, None))
+        return finish(report, args.json)
+    for path, fixture in fixtures:
+        for generation_prompt in (False, True):
+            args.add_generation_prompt = generation_prompt
+            messages, options = chat_arguments(fixture, args)
+            try:
+                text = template.render(messages, **options)
+            except (TemplateError, ValueError, TypeError) as error:
+                report["errors"].append(error_report(error, args.template, path, generation_prompt))
+            else:
+                report["renders"].append({"conversation": path,
+                                          "add_generation_prompt": generation_prompt,
+                                          "characters": len(text)})
+    return finish(report, args.json)
+
+
+def analysis_report(template: ChatTemplate) -> dict[str, Any]:
+    """What `analyze` finds in the template a render without tools uses."""
+    try:
+        source = select_template(template.templates, template.template_name, None)
+    except ValueError as error:  # a model with named templates and no default
+        return {"analysis_error": str(error)}
+    found = analyze(source, template.special_tokens or None)
+    capabilities = dataclasses.asdict(found.capabilities)
+    return {"variables": sorted(found.variables), "content_format": found.content_format,
+            "has_generation": found.has_generation, "keys": sorted(found.keys),
+            "capabilities": {key: list(value) if isinstance(value, tuple) else value
+                             for key, value in capabilities.items()}}
+
+
+def error_report(error: Exception, template: str, conversation: Optional[str],
+                 generation_prompt: Optional[bool]) -> dict[str, Any]:
+    if isinstance(error, TemplateError):
+        if error.name is None:
+            error.name = "<stdin>" if template == STDIN else template
+        shown = describe_error(error)
+        where = {"line": error.lineno, "column": error.column}
+    else:  # the conversation's own mistake, as transformers reports it
+        shown, where = f"{type(error).__name__}: {error}", {"line": None, "column": None}
+    return {"conversation": conversation, "add_generation_prompt": generation_prompt,
+            "type": type(error).__name__, "message": shown.splitlines()[0] if shown else "",
+            **where, "shown": shown}
+
+
+def finish(report: dict[str, Any], as_json: bool) -> int:
+    report["ok"] = not report["errors"]
+    if as_json:
+        json.dump(report, sys.stdout, ensure_ascii=False, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(check_text(report))
+    return 0 if report["ok"] else 1
+
+
+def check_text(report: dict[str, Any]) -> str:
+    lines = []
+    for error in report["errors"]:
+        context = ""
+        if error["conversation"] is not None:
+            prompt = "with" if error["add_generation_prompt"] else "without"
+            context = f" (rendering {error['conversation']} {prompt} the generation prompt)"
+        lines.append(f"error{context}:")
+        lines += ["  " + line for line in error["shown"].splitlines()]
+    if "variables" in report:
+        lines.append("variables: " + (", ".join(report["variables"]) or "none"))
+        lines.append(f"content format: {report['content_format']}; generation tags: "
+                     f"{'yes' if report['has_generation'] else 'no'}")
+        capabilities = report["capabilities"]
+        can = [name.replace("_", " ") for name, value in capabilities.items()
+               if value is True]
+        lines.append("can render: " + (", ".join(can) or "nothing the probes look for"))
+        if capabilities.get("arguments"):
+            lines.append(f"tool-call arguments: {capabilities['arguments']}")
+        if capabilities.get("reasoning"):
+            lines.append("reasoning fields: " + ", ".join(capabilities["reasoning"]))
+    elif "analysis_error" in report:
+        lines.append(f"analysis: {report['analysis_error']}")
+    for render in report["renders"]:
+        prompt = "with" if render["add_generation_prompt"] else "without"
+        lines.append(f"ok: {render['conversation']} {prompt} the generation prompt "
+                     f"({render['characters']:,} characters)")
+    count = len(report["errors"])
+    lines.append(f"{report['template']}: " + ("ok" if not count else
+                                               f"{count} error{'s' if count > 1 else ''}"))
+    return "\n".join(lines) + "\n"
+

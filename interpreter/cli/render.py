@@ -1,0 +1,222 @@
+"""`jinjamark render` and `jinjamark tokens`: a chat template with a conversation, as
+transformers' apply_chat_template renders and tokenizes it, with the input shown."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from contextlib import nullcontext
+from typing import Callable, Optional, Sequence
+
+from .inputs import (STDIN, UsageError, add_input_options, chat_arguments, demo_files,
+                     load_conversation, load_template, refuse_two_stdins, render_chat)
+from .show import (CLOSE, INPUT_STYLE, LEGEND_STYLE, OPEN, is_terminal, on_terminal, show_parts,
+                   wants_color)
+from ..errors import TemplateError
+from ..evaluation.output import Part
+from ..tracing import Step, tracing
+
+CONTROL_OPEN, CONTROL_CLOSE = "\u27ea", "\u27eb"  # ⟪ ⟫ around control tokens without colour
+CONTROL_STYLE = "bold green"
+SEPARATOR = "\u00b7"  # · between tokens
+TOKENS_LEGEND = (f"{CONTROL_OPEN}...{CONTROL_CLOSE} a control token, {OPEN}...{CLOSE} a token of input, "
+                 f"{SEPARATOR} between tokens.")
+DEMO_TITLE = "the chat template of Qwen/Qwen2.5-7B-Instruct, with a user message that forges special tokens"
+TEMPLATE_HELP = ("a Jinja chat template file, or a model folder (chat_template.jinja, "
+                 "tokenizer_config.json, ...); '-' reads standard input")
+CONVERSATION_HELP = ('JSON object with "messages" and optional "tools", "documents", "kwargs" '
+                     "('-' reads standard input)")
+
+
+def add_render(commands: argparse._SubParsersAction) -> None:
+    render = commands.add_parser(
+        "render", help="render a chat template with a conversation",
+        description="Render TEMPLATE like transformers' apply_chat_template(tokenize=False), with "
+                    "the messages, tools, documents and kwargs of CONVERSATION.json.")
+    render.add_argument("template", nargs="?", metavar="TEMPLATE", help=TEMPLATE_HELP)
+    render.add_argument("conversation", nargs="?", metavar="CONVERSATION.json",
+                        help=CONVERSATION_HELP)
+    shown = render.add_mutually_exclusive_group()
+    shown.add_argument("--parts", action="store_true",
+                       help="show input parts: coloured on a terminal with rich installed, "
+                            f"else in {OPEN}{CLOSE} brackets")
+    shown.add_argument("--json", action="store_true",
+                       help='print the parts as JSON: [{"text": ..., "is_input": ...}, ...]')
+    render.add_argument("--trace", action="store_true",
+                        help="print each statement to stderr as it runs: template, line, column, "
+                             "the kind of statement and its source line")
+    render.add_argument("--demo", action="store_true",
+                        help="render a bundled real chat template (Qwen2.5-Instruct) with a "
+                             "conversation that tries special-token injection, showing its parts")
+    add_input_options(render)
+    render.set_defaults(command=render_command)
+
+
+def _step_printer(name: Optional[str]) -> Callable[[Step], None]:
+    """`--trace`: one line on stderr per statement run: `name:line:column Kind` and its source."""
+    def show(step: Step) -> None:
+        where = step.template or name or "<template>"
+        text = step.source_line[step.column - 1:].strip()  # the statement onwards
+        print(f"{where}:{step.line}:{step.column} {step.statement:<7} {text[:80]}", file=sys.stderr)
+    return show
+
+
+def add_tokens(commands: argparse._SubParsersAction) -> None:
+    tokens = commands.add_parser(
+        "tokens", help="render and tokenize, parsing special tokens in template text only",
+        description="Render TEMPLATE with CONVERSATION.json and print the token ids as JSON. "
+                    "Special tokens are recognised only where the template wrote them; "
+                    "the same text typed by a user is encoded as ordinary characters.")
+    tokens.add_argument("template", metavar="TEMPLATE", help=TEMPLATE_HELP)
+    tokens.add_argument("conversation", metavar="CONVERSATION.json", help=CONVERSATION_HELP)
+    tokens.add_argument("--tokenizer", metavar="TOKENIZER.json",
+                        help="a tokenizers JSON file (default: the model folder's tokenizer.json; "
+                             "needs: pip install 'jinjamark[hf]')")
+    tokens.add_argument("--show", action="store_true",
+                        help="print the tokens as text instead of ids: control tokens in "
+                             f"{CONTROL_OPEN}{CONTROL_CLOSE}, input tokens in {OPEN}{CLOSE} (in colour "
+                             "on a terminal with rich), a middle dot between tokens")
+    add_input_options(tokens)
+    tokens.set_defaults(command=tokens_command)
+
+
+def render_command(args: argparse.Namespace) -> int:
+    if args.demo:
+        if args.template or args.conversation:
+            raise UsageError("--demo takes no TEMPLATE or CONVERSATION.json")
+        source, name, fixture = demo_files()
+        args.add_generation_prompt = True
+        args.parts = args.parts or not args.json
+        print(f"jinjamark demo: {DEMO_TITLE}", file=sys.stderr)
+    else:
+        if not (args.template and args.conversation):
+            raise UsageError("render needs TEMPLATE and CONVERSATION.json (or --demo)")
+        refuse_two_stdins(args.template, args.conversation)
+        source, name = None, args.template
+        fixture = load_conversation(args.conversation)
+
+    messages, options = chat_arguments(fixture, args)
+    try:
+        template = load_template(args, name, source)
+        with tracing(_step_printer(name)) if args.trace else nullcontext():
+            if args.parts or args.json:
+                parts = render_chat(template, messages, options, parts=True)
+            else:
+                text = render_chat(template, messages, options, parts=False)
+        if not (args.parts or args.json):
+            sys.stdout.write(text)
+            return 0
+    except TemplateError as error:
+        if error.name is None:  # ChatTemplate compiles without a name: say which file it was
+            error.name = name
+        raise
+
+    if args.json:
+        json.dump([{"text": p.text, "is_input": p.is_input} for p in parts], sys.stdout,
+                  ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        show_parts(parts, sys.stdout, sys.stderr, use_color=wants_color(sys.stdout))
+    return 0
+
+
+def tokens_command(args: argparse.Namespace) -> int:
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise UsageError("the tokens command needs the tokenizers package: "
+                         "pip install 'jinjamark[hf]'") from None
+    from ..chat.encoding import InputRuns, encode_runs
+    from ..chat.tokenization import control_tokens
+    refuse_two_stdins(args.template, args.conversation)
+    path = args.tokenizer
+    if path is None:
+        path = os.path.join(args.template, "tokenizer.json")
+        if args.template == STDIN or not os.path.isfile(path):
+            raise UsageError("tokens needs --tokenizer TOKENIZER.json (or a model folder with tokenizer.json)")
+    try:
+        tokenizer = Tokenizer.from_file(path)
+    except Exception as error:  # tokenizers raises its own Exception type for bad files
+        raise UsageError(f"cannot load {path}: {error}") from None
+    messages, options = chat_arguments(load_conversation(args.conversation), args)
+    template = load_template(args, args.template)
+    parts = render_chat(template, messages, options, parts=True)
+    control = control_tokens(tokenizer, template.template)
+    encoded = encode_runs([InputRuns(parts)], tokenizer, control)[0]
+    ids, controls = encoded.ids, set(control.values())
+    plain = tokenizer.encode("".join(p.text for p in parts), add_special_tokens=False).ids
+    if args.show:
+        use_color = wants_color(sys.stdout)
+        show_tokens(token_pieces(parts, ids, encoded.offsets, controls), use_color)
+        sys.stdout.flush()
+        show_tokens_legend(use_color)
+    else:
+        json.dump(ids, sys.stdout)
+        sys.stdout.write("\n")
+    sys.stdout.flush()
+    print(f"{len(ids)} tokens, {sum(i in controls for i in ids)} control tokens "
+          f"(encoding the flat string would give {sum(i in controls for i in plain)})",
+          file=sys.stderr)
+    return 0
+
+
+def token_pieces(parts: Sequence[Part], ids: list[int], offsets: Optional[list],
+                 controls: set) -> list[tuple[str, str]]:
+    """(text, kind) per token, kind 'control', 'input' or 'template'. A token is input when any
+    of its characters is; a control id is shown as control wherever it stands (on input it would
+    be the injection this command exists to show). Tokens with the same characters (the bytes of
+    one character, or input text that spells a control token, encoded as ordinary tokens) are
+    one piece."""
+    if offsets is None:
+        raise UsageError("--show needs a tokenizer that reports character offsets")
+    text = "".join(p.text for p in parts)
+    from_input = bytearray(len(text))
+    at = 0
+    for part in parts:
+        if part.is_input:
+            from_input[at:at + len(part.text)] = b"\x01" * len(part.text)
+        at += len(part.text)
+    pieces: list[tuple[str, str]] = []
+    last = None
+    for token_id, (start, end) in zip(ids, offsets):
+        kind = ("control" if token_id in controls else
+                "input" if any(from_input[start:end]) else "template")
+        if (start, end) == last:  # one piece: a control id among them still shows
+            if kind == "control":
+                pieces[-1] = (pieces[-1][0], kind)
+            continue
+        last = (start, end)
+        pieces.append((text[start:end], kind))
+    return pieces
+
+
+def show_tokens(pieces: list[tuple[str, str]], use_color: bool) -> None:
+    if use_color:
+        from rich.console import Console
+        from rich.text import Text
+        shown = Text()
+        for number, (piece, kind) in enumerate(pieces):
+            if number:
+                shown.append(SEPARATOR, style=LEGEND_STYLE)
+            shown.append(on_terminal(piece), style={"control": CONTROL_STYLE,
+                                                    "input": INPUT_STYLE}.get(kind))
+        Console(file=sys.stdout, soft_wrap=True, highlight=False).print(shown)
+        return
+    marks = {"control": (CONTROL_OPEN, CONTROL_CLOSE), "input": (OPEN, CLOSE), "template": ("", "")}
+    shown = SEPARATOR.join(marks[kind][0] + piece + marks[kind][1] for piece, kind in pieces)
+    sys.stdout.write((on_terminal(shown) if is_terminal(sys.stdout) else shown) + "\n")
+
+
+def show_tokens_legend(use_color: bool) -> None:
+    if not use_color:
+        print(TOKENS_LEGEND, file=sys.stderr)
+        return
+    from rich.console import Console
+    from rich.text import Text
+    legend = Text("legend: ", style=LEGEND_STYLE)
+    legend.append("control", style=CONTROL_STYLE)
+    legend.append(" a control token, ", style=LEGEND_STYLE)
+    legend.append("input", style=INPUT_STYLE)
+    legend.append(f" a token of input, {SEPARATOR} between tokens.", style=LEGEND_STYLE)
+    Console(file=sys.stderr, soft_wrap=True, highlight=False).print(legend)

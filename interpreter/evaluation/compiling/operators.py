@@ -1,0 +1,429 @@
+"""Compilers of operators: arithmetic, `+` chains of text, `not`/`and`/`or`, `~`,
+comparisons and the inline `if`. The work of each operator is expressions.binary (and friends),
+shared with the rest of the engine; what is compiled here is the evaluation order, the
+shortcuts, and where an error is located.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from ..contexts import Context
+from ..expressions import COMPARE, SMALL_COPY, binary, cheap_to_compare, join_printed
+from ...grammar import ast
+from ...values.markup import is_safe
+from ...values.marks import Input, Mixed, concat
+from ...metering import charge_compare
+from ...values.numbers import InputFloat, InputInt
+from ...values.undefined import Undefined
+from ...values.printing import to_string
+from .access import ABSENT, constant, located, plain_read
+from .calls import compile_test
+from .core import Code, compile_node, compiles
+
+
+@compiles(ast.Binary)
+def compile_binary(node: ast.Binary) -> Code:
+    if node.op == "+" and type(node.left) is ast.Binary and node.left.op == "+":
+        return compile_sum(node)
+    left, right, op = compile_node(node.left), compile_node(node.right), node.op
+    if op == "+":
+        return _plus(node)
+    arithmetic = _ARITHMETIC.get(op)
+
+    def operate(ev: Any, scope: Any) -> Any:
+        a = left(ev, scope)
+        b = right(ev, scope)
+        try:
+            if arithmetic is not None and type(a) in _NUMBERS and type(b) in _NUMBERS \
+                    and not ev.binops:
+                return arithmetic(a, b)  # plain numbers: nothing to check, nothing to mark
+            if ev.binops and op in ev.binops:  # the sandbox's interception (Jinja2's)
+                return ev.env.call_binop(Context(ev, scope), op, a, b)
+            return binary(ev, op, a, b)
+        except Exception as e:
+            ev.fail(e, node)
+    return operate
+
+
+def _plus(node: ast.Binary) -> Code:
+    """`a + b`: two short plain strings or two plain numbers added at once; the rest (marked or
+    safe text, sequences, long text to meter, intercepted operators) as binary adds them. A
+    literal operand costs no call."""
+    left_is_const, left = constant(node.left)
+    right_is_const, right = constant(node.right)
+
+    def plus(ev: Any, scope: Any) -> Any:
+        a = left if left_is_const else left(ev, scope)
+        b = right if right_is_const else right(ev, scope)
+        kind = type(a)
+        if kind is type(b) and not ev.binops and (
+                kind is str and len(a) + len(b) <= SMALL_COPY or kind is int or kind is float):
+            return a + b
+        try:
+            if ev.binops and "+" in ev.binops:  # the sandbox's interception (Jinja2's)
+                return ev.env.call_binop(Context(ev, scope), "+", a, b)
+            return binary(ev, "+", a, b)
+        except Exception as e:
+            ev.fail(e, node)
+    return plus
+
+
+# Operators on plain int and float (not bool, not numbers from input) that cannot grow a value
+# past what limits check (`*` and `**` can: they take binary's way).
+_ARITHMETIC = {"+": operator.add, "-": operator.sub, "/": operator.truediv,
+               "//": operator.floordiv, "%": operator.mod}
+_NUMBERS = frozenset((int, float))
+# Numbers compared at once: plain ones and those counted from input (`idx > 1` for an idx in
+# `range(messages|length)`; comparing gives a bool, which is not input).
+_ORDERED = frozenset((int, float, InputInt, InputFloat))
+
+
+def addends(expr: ast.Binary) -> tuple[list, list]:
+    """`(a + b) + c` -> operands [a, b, c] and the `+` nodes that add b and c."""
+    operands, adders = [], []
+    while type(expr) is ast.Binary and expr.op == "+":
+        operands.append(expr.right)
+        adders.append(expr)
+        expr = expr.left
+    operands.append(expr)
+    return operands[::-1], adders[::-1]
+
+
+class Addends:
+    """The addends of `a + b + c` compiled for collecting: the texts of the constant ones stand
+    in `texts` already, the others are `(index, code)` filled in left to right."""
+
+    __slots__ = ("texts", "codes", "dynamic", "adders", "size")
+
+    def __init__(self, expr: ast.Binary) -> None:
+        operands, adders = addends(expr)
+        constants = [o.value if type(o) is ast.Const and type(o.value) is str else None
+                     for o in operands]
+        self.texts = constants
+        self.size = sum(len(t) for t in constants if t is not None)
+        self.codes = tuple(None if t is not None else compile_node(o)
+                           for t, o in zip(constants, operands))
+        # (index, code, variable, key): `m['role']` is read inline (variable and key), any
+        # other addend by its code
+        self.dynamic = tuple((i, code) + plain_read(operands[i])
+                             for i, code in enumerate(self.codes) if code is not None)
+        self.adders = tuple(adders)
+
+
+def compile_sum(node: ast.Binary, output: Any = None) -> Code:
+    """`a + b + c`: the addends evaluated left to right and joined once while all are text.
+    With `output` (the `{{ a + b + c }}` around it), the sum is printed: while the addends are
+    text they are written one after the other, without building the joined string (nor, when
+    some are input, its marks). One closure does the collecting, inline, for both uses: the
+    commonest statement of chat templates pays no call for it."""
+    sum_ = Addends(node)
+    texts_of, size_of, dynamic = sum_.texts, sum_.size, sum_.dynamic
+
+    def add(ev: Any, scope: Any) -> Any:
+        if output is not None and not ev.fast:
+            return ev.handlers[ast.Output](ev, output, scope)
+        if ev.binops and "+" in ev.binops:
+            return _finish(ev, output, _intercepted_sum(ev, sum_, scope))
+        texts = texts_of[:]
+        size = size_of
+        for i, code, variable, key in dynamic:
+            value = ABSENT
+            if variable is not None:  # `m['role']`: compile_getitem's read of a plain dict, inline
+                frame = scope
+                while frame is not None:
+                    obj = frame.vars.get(variable, ABSENT)
+                    if obj is not ABSENT:
+                        if type(obj) is dict:
+                            value = obj.get(key, ABSENT)
+                        break
+                    frame = frame.parent
+            if value is ABSENT:
+                value = code(ev, scope)
+            kind = type(value)
+            if kind is str or kind is Input or kind is Mixed and not is_safe(value):
+                texts[i] = value
+                size += len(value)
+                continue
+            # from the first addend that is not text on, added as the expression tree adds
+            return _finish(ev, output, _add_rest(ev, sum_, scope, texts[:i], value))
+        try:
+            if output is None:
+                ev.budget.limits.check_size(size)
+                return concat(texts)
+            budget = ev.budget
+            budget.output -= size
+            if budget.output < 0:
+                budget.wrote(0)  # raises LimitExceeded
+            ev.out.extend(texts)
+        except Exception as e:
+            ev.fail(e, node if output is None else output)
+    return add
+
+
+def _finish(ev: Any, output: Any, value: Any) -> Any:
+    """The sum's value, or, for `{{ }}`, nothing once it is printed."""
+    if output is None:
+        return value
+    try:
+        write(ev, value)
+    except Exception as e:
+        ev.fail(e, output)
+
+
+def write(ev: Any, value: Any) -> None:
+    """Print one value (the fast path of Evaluator.write)."""
+    kind = type(value)
+    text = value if kind is str or kind is Input or kind is Mixed else to_string(value)
+    if text:
+        budget = ev.budget
+        budget.output -= len(text)
+        if budget.output < 0:
+            budget.wrote(0)
+        ev.out.append(text)
+
+
+def _add_rest(ev: Any, sum_: Addends, scope: Any, texts: list, value: Any) -> Any:
+    """The sum from the first addend that is not text (`value`, after `texts`) on."""
+    i, adders = len(texts), sum_.adders  # each addend before it was text
+    if texts:
+        try:
+            ev.budget.limits.check_size(sum(map(len, texts)))
+        except Exception as e:
+            ev.fail(e, adders[i - 1])
+        value = _add(ev, adders[i - 1], concat(texts), value)
+    for j in range(i + 1, len(sum_.codes)):
+        code = sum_.codes[j]
+        right = sum_.texts[j] if code is None else code(ev, scope)
+        value = _add(ev, adders[j - 1], value, right)
+    return value
+
+
+def _intercepted_sum(ev: Any, sum_: Addends, scope: Any) -> Any:
+    """`a + b + c` with `+` intercepted: each addition through the environment's call_binop."""
+    values = iter(zip(sum_.texts, sum_.codes))
+    text, code = next(values)
+    total = text if code is None else code(ev, scope)
+    for adder, (text, code) in zip(sum_.adders, values):
+        right = text if code is None else code(ev, scope)
+        try:
+            total = ev.env.call_binop(Context(ev, scope), "+", total, right)
+        except Exception as e:
+            ev.fail(e, adder)
+    return total
+
+
+def _add(ev: Any, node: ast.Binary, left: Any, right: Any) -> Any:
+    try:
+        return binary(ev, "+", left, right)
+    except Exception as e:
+        ev.fail(e, node)
+
+
+@compiles(ast.Unary)
+def compile_unary(node: ast.Unary) -> Code:
+    if node.op == "not" and type(node.operand) is ast.Test:  # `not x is defined`: one test
+        return compile_test(node.operand, not node.operand.negated)
+    operand, op = compile_node(node.operand), node.op
+    if op == "not":
+        def not_(ev: Any, scope: Any) -> bool:
+            value = operand(ev, scope)
+            try:
+                return False if value else True
+            except Exception as e:  # a strict undefined refuses to be tested
+                ev.fail(e, node)
+        return not_
+
+    def negate(ev: Any, scope: Any) -> Any:
+        value = operand(ev, scope)
+        try:
+            if ev.unops and op in ev.unops:  # the sandbox's interception (Jinja2's)
+                return ev.env.call_unop(Context(ev, scope), op, value)
+            return -value if op == "-" else +value
+        except Exception as e:
+            ev.fail(e, node)
+    return negate
+
+
+@compiles(ast.Logical)
+def compile_logical(node: ast.Logical) -> Code:
+    left, right = compile_node(node.left), compile_node(node.right)
+    if node.op == "and":
+        def and_(ev: Any, scope: Any) -> Any:
+            value = left(ev, scope)
+            try:
+                if not value:
+                    return value
+            except Exception as e:  # a strict undefined refuses to be tested
+                ev.fail(e, node)
+            return right(ev, scope)
+        return and_
+
+    def or_(ev: Any, scope: Any) -> Any:
+        value = left(ev, scope)
+        try:
+            if value:
+                return value
+        except Exception as e:
+            ev.fail(e, node)
+        return right(ev, scope)
+    return or_
+
+
+def truth(ev: Any, value: Any, node: Any) -> bool:
+    """`bool(value)`, a failure (a strict undefined) raised at `node`."""
+    try:
+        return True if value else False
+    except Exception as e:
+        ev.fail(e, node)
+
+
+@compiles(ast.Concat)
+def compile_concat(node: ast.Concat) -> Code:
+    items = tuple(compile_node(item) for item in node.items)
+    return located(lambda ev, scope: join_printed(ev, [item(ev, scope) for item in items]), node)
+
+
+@compiles(ast.Compare)
+def compile_compare(node: ast.Compare) -> Code:
+    first = compile_node(node.first)
+    if len(node.ops) == 1 and node.ops[0][0] in ("==", "!=") and type(node.ops[0][1]) is ast.Const \
+            and type(node.ops[0][1].value) in _EQUALLY_CHEAP:
+        return _equals_constant(node, first)
+    ops = tuple((op, COMPARE.get(op), constant(expr), op == "in" or op == "not in")
+                for op, expr in node.ops)
+    texts = _literal_texts(node)
+    if texts is not None:  # `m['role'] in ['user', 'system']`: text found in a set
+        inside, items = node.ops[0][0] == "in", ops[0][2][1]
+
+        def among(ev: Any, scope: Any) -> Any:
+            left = first(ev, scope)
+            kind = type(left)
+            if kind is str or kind is Input:
+                return (left in texts) is inside
+            return _compare_rest(ev, node, ops, left, items(ev, scope))
+        return among
+    return _compare(node, first, ops)
+
+
+def _literal_texts(node: ast.Compare) -> Any:
+    """The texts of `x in ['a', 'b']` (or `not in`, a tuple) as a set, else None."""
+    if len(node.ops) != 1 or node.ops[0][0] not in ("in", "not in"):
+        return None
+    right = node.ops[0][1]
+    if type(right) not in (ast.ListLiteral, ast.TupleLiteral) or not right.items or not all(
+            type(item) is ast.Const and type(item.value) is str for item in right.items):
+        return None
+    return frozenset(item.value for item in right.items)
+
+
+def _compare(node: ast.Compare, first: Code, ops: tuple) -> Code:
+    numeric = COMPARE.get(node.ops[0][0]) if len(ops) == 1 and not ops[0][3] else None
+
+    def compare(ev: Any, scope: Any) -> Any:
+        left = first(ev, scope)
+        if numeric is not None and type(left) in _ORDERED:  # `loop.index0 > outer`: at once
+            is_const, right = ops[0][2]
+            if not is_const:
+                right = right(ev, scope)
+            if type(right) in _ORDERED:
+                return numeric(left, right)
+            return _compare_rest(ev, node, ops, left, right)
+        result: Any = True
+        for op, fn, (is_const, right), membership in ops:
+            if not is_const:
+                right = right(ev, scope)
+            try:
+                if fn is None:
+                    fn = _extension_comparison(ev, op)
+                if membership and type(right) is dict and type(left) in _HASHED_CHEAPLY:
+                    pass  # `'tool_calls' in message`: one hash of a short key
+                elif not cheap_to_compare(left, right):
+                    charge_compare(left, right)  # long strings scanned, structures walked
+                result = fn(left, right)
+            except Exception as e:
+                ev.fail(e, node)
+            if not result:
+                return result
+            left = right
+        return result
+    return compare
+
+
+_HASHED_CHEAPLY = frozenset((int, float, bool, type(None), str, Input))
+# Values whose == with a literal of these types costs Python one step (a str compares lengths,
+# then at most the literal's characters; a container against a literal gives False at once).
+_EQUALLY_CHEAP = frozenset((int, float, bool, type(None), str))
+_COMPARED_CHEAPLY = frozenset((int, float, bool, type(None), str, Input, Mixed, list, dict, tuple,
+                               InputInt, InputFloat))
+
+
+def _equals_constant(node: ast.Compare, first: Code) -> Code:
+    """`message['role'] == 'user'`: one comparison with a short literal, no metering needed
+    for plain data; anything else (a host object's own __eq__) is compared as in general."""
+    op, (_, right) = node.ops[0][0], node.ops[0]
+    value, fn = right.value, COMPARE[op]
+    short = type(value) is not str or len(value) <= 2048
+    equal = op == "=="
+    variable, key = plain_read(node.first)
+
+    def equals(ev: Any, scope: Any) -> Any:
+        if variable is not None:  # `message['role']`: the name and the dict read inline
+            frame = scope
+            while frame is not None:
+                obj = frame.vars.get(variable, ABSENT)
+                if obj is not ABSENT:
+                    break
+                frame = frame.parent
+            left = obj.get(key, ABSENT) if frame is not None and type(obj) is dict else ABSENT
+            if left is ABSENT:  # anything else: the read in general (pure: a second look is safe)
+                left = first(ev, scope)
+        else:
+            left = first(ev, scope)
+        if short and type(left) in _COMPARED_CHEAPLY:
+            return left == value if equal else left != value
+        try:
+            if not cheap_to_compare(left, value):
+                charge_compare(left, value)
+            return fn(left, value)
+        except Exception as e:
+            ev.fail(e, node)
+    return equals
+
+
+def _compare_rest(ev: Any, node: ast.Compare, ops: tuple, left: Any, right: Any) -> Any:
+    """One comparison (`ops[0]`, its right side evaluated already) in general."""
+    op, fn = ops[0][0], ops[0][1]
+    try:
+        if fn is None:
+            fn = _extension_comparison(ev, op)
+        if not cheap_to_compare(left, right):
+            charge_compare(left, right)
+        return fn(left, right)
+    except Exception as e:
+        ev.fail(e, node)
+
+
+def _extension_comparison(ev: Any, op: str) -> Any:
+    from ...errors import TemplateRuntimeError
+    fn = ev.env.operators.get(op)
+    if fn is None:
+        raise TemplateRuntimeError(f"no operator {op!r}: a rule builds it, but no enabled "
+                                   "extension defines it")
+    return fn
+
+
+@compiles(ast.CondExpr)
+def compile_condexpr(node: ast.CondExpr) -> Code:
+    test, then = compile_node(node.test), compile_node(node.then)
+    if node.otherwise is None:  # always the lenient Undefined, whatever the environment's is
+        message = (f"the inline if-expression on line {node.span.line} evaluated to false and "
+                   "no else section was defined.")
+        return lambda ev, scope: (then(ev, scope) if truth(ev, test(ev, scope), node)
+                                  else Undefined(message))
+    otherwise = compile_node(node.otherwise)
+    return lambda ev, scope: (then(ev, scope) if truth(ev, test(ev, scope), node)
+                              else otherwise(ev, scope))
+
+
+__all__ = ["compile_sum", "truth", "write"]

@@ -1,0 +1,353 @@
+"""Statement compilers: text, `{{ }}`, `if`, `for` and `set` become closures writing to
+`Evaluator.out`. The rarer statements (block `set`, macros, call and filter blocks, `with`,
+autoescape, composition) run through their handlers (evaluation/evaluator.py, evaluation/composition.py), whose bodies
+are compiled closures too.
+
+Output is written directly only on an evaluator whose `fast` flag is set: a plain render with
+the core's text and output handlers. Autoescaping, `finalize`, a child template after
+`extends` and span tracking swap those handlers, and the closures then call them instead.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...grammar import ast
+from ...values.marks import Input, Mixed
+from ...values.runtime import LoopContext
+from ..scope import Scope
+from ...values.printing import to_string
+from .access import ABSENT, path_code, plain_read, read_path
+from .core import Code, compile_body, compile_node, compile_statements, compiles
+from .operators import compile_sum
+from ..loops import LoopSignal, assign, exec_for, filtered, loop_iterator
+
+
+@compiles(ast.Text)
+def compile_text(node: ast.Text) -> Code:
+    text, size = node.text, len(node.text)
+
+    def write_text(ev: Any, scope: Any) -> None:
+        if ev.fast:
+            budget = ev.budget
+            budget.output -= size
+            if budget.output < 0:
+                budget.wrote(0)  # raises LimitExceeded
+            ev.out.append(text)
+        else:
+            ev.handlers[ast.Text](ev, node, scope)
+    return write_text
+
+
+@compiles(ast.Output)
+def compile_output(node: ast.Output) -> Code:
+    expr = node.expr
+    if type(expr) is ast.Binary and expr.op == "+" and type(expr.left) is ast.Binary \
+            and expr.left.op == "+":
+        return compile_sum(expr, output=node)
+    code = compile_node(expr)
+    variable, key = plain_read(expr)
+
+    def output(ev: Any, scope: Any) -> None:
+        if not ev.fast:
+            return ev.handlers[ast.Output](ev, node, scope)
+        value = ABSENT
+        if variable is not None:  # `{{ m['content'] }}`: compile_getitem's read, inline
+            frame = scope
+            while frame is not None:
+                obj = frame.vars.get(variable, ABSENT)
+                if obj is not ABSENT:
+                    if type(obj) is dict:
+                        value = obj.get(key, ABSENT)
+                    break
+                frame = frame.parent
+        if value is ABSENT:
+            value = code(ev, scope)
+        try:
+            kind = type(value)  # write(ev, value), inline: the commonest statement
+            text = value if kind is str or kind is Input or kind is Mixed else \
+                str(value) if kind is int or kind is bool else to_string(value)
+            if text:
+                budget = ev.budget
+                budget.output -= len(text)
+                if budget.output < 0:
+                    budget.wrote(0)
+                ev.out.append(text)
+        except Exception as e:
+            ev.fail(e, node)
+    return output
+
+
+@compiles(ast.If)
+def compile_if(node: ast.If) -> Code:
+    tests = tuple(compile_node(test) for test, _ in node.branches)
+    bodies = tuple(body for _, body in node.branches) + (node.otherwise,)
+    compiled: list = [None] * len(bodies)  # (codes, cost) of each body, when it first runs
+    if len(tests) == 1:
+        return _if_else(node, tests[0], bodies, compiled)
+    read, table, switched = _switch(node)
+
+    def if_(ev: Any, scope: Any) -> None:
+        i = -1
+        start = 0
+        if switched:  # `m['role']` read once, its branch found by the literal it equals
+            value = read(ev, scope)
+            kind = type(value)
+            if kind is str or kind is Input:
+                i = table.get(value, -1)
+                start = switched  # if none of those tests holds, the others are tried in turn
+        if i < 0:
+            i = start
+            for test in tests[start:] if start else tests:
+                value = test(ev, scope)
+                try:
+                    if value:
+                        break
+                except Exception as e:  # a strict undefined refuses to be tested
+                    ev.fail(e, node)
+                i += 1
+        entry = compiled[i]
+        if entry is None:
+            entry = compiled[i] = compile_statements(bodies[i])
+        codes, cost = entry
+        ev.steps -= cost
+        if ev.steps <= 0:
+            ev.steps = ev.budget.refuel(ev.steps)
+        for code in codes:
+            code(ev, scope)
+    return if_
+
+
+def _switch(node: ast.If) -> tuple[Any, dict, int]:
+    """An if/elif chain that begins with tests of one read of plain data against text literals
+    (`m['role'] == 'user'`, `elif m['role'] == 'assistant'`): (the read's code, giving ABSENT
+    for anything but plain data, the index of the first branch for each literal, how many
+    tests are of that form), else a count of 0. Reading plain data twice gives the same value,
+    and text equals text exactly when a dict finds one by the other: for text the branch is
+    found in one look."""
+    table: dict = {}
+    first = None
+    for index, (test, _) in enumerate(node.branches):
+        path = read_path(test.first) if type(test) is ast.Compare and len(test.ops) == 1 else None
+        op, literal = test.ops[0] if path is not None else (None, None)
+        if path is None or op != "==" or type(literal) is not ast.Const \
+                or type(literal.value) is not str or (first is not None and path != first):
+            break
+        first = path
+        table.setdefault(literal.value, index)
+    else:
+        index = len(node.branches)
+    if index < 2:
+        return None, {}, 0
+    return path_code(first, None), table, index
+
+
+def _if_else(node: ast.If, test: Code, bodies: tuple, compiled: list) -> Code:
+    """`{% if x %}...{% else %}...{% endif %}` (the else optional): compile_if's work without
+    the walk over branches, the form most conditions in chat templates take."""
+    otherwise = bool(bodies[1])
+
+    def if_else(ev: Any, scope: Any) -> None:
+        value = test(ev, scope)
+        try:
+            taken = 0 if value else 1
+        except Exception as e:  # a strict undefined refuses to be tested
+            ev.fail(e, node)
+        if taken and not otherwise:  # most tests are false most of the time
+            return
+        entry = compiled[taken]
+        if entry is None:
+            entry = compiled[taken] = compile_statements(bodies[taken])
+        codes, cost = entry
+        ev.steps -= cost
+        if ev.steps <= 0:
+            ev.steps = ev.budget.refuel(ev.steps)
+        for code in codes:
+            code(ev, scope)
+    return if_else
+
+
+# ---------------------------------------------------------------------------- loops
+
+@compiles(ast.For)
+def compile_for(node: ast.For) -> Code:
+    if node.recursive:  # `loop(items)` re-enters the loop: the handler's general form
+        return _by_loop_handler(node)
+    iterable_code = compile_node(node.iter)
+    otherwise: list = []  # the `else` body's closure, compiled when it first runs
+    wants_loop, reuse, writes = _loop_facts(node)
+    # One frame, one dict, for all iterations: nothing keeps the frame and nothing writes it
+    fixed = reuse and type(node.target) is ast.NameTarget and not writes
+    statements: list = []  # [codes, cost + 1], compiled at the first run
+
+    def for_(ev: Any, scope: Any) -> None:
+        if ev.declared:  # most templates have none
+            ev.declare(node, scope)
+        iterable = iterable_code(ev, scope)
+        try:
+            iterator, length = loop_iterator(iterable)
+        except Exception as e:
+            ev.fail(e, node)
+        if node.condition is not None:
+            iterator, length = filtered(ev, node, scope, iterator), None
+        loop = LoopContext(iterator, length, 0, ev.undefined, None, iterable) if wants_loop else None
+        if not statements:
+            codes, cost = compile_statements(node.body)
+            statements[:] = codes, cost + 1  # an iteration is a step even when its body is empty
+        codes, cost = statements
+        items = loop if wants_loop else iterator
+        try:
+            if fixed:
+                completed = _iterate_fixed(ev, scope, items, loop, codes, cost, node.target.name,
+                                           LoopSignal)
+            else:
+                completed = _iterate(ev, scope, items, loop, codes, cost, node.target, reuse,
+                                     LoopSignal, assign)
+        except LoopSignal:
+            raise
+        except Exception as e:
+            ev.fail(e, node)
+        if not completed and node.otherwise:
+            if not otherwise:
+                otherwise.append(compile_body(node.otherwise))
+            otherwise[0](ev, Scope(scope))  # a frame of its own: what it sets stays there
+    return for_
+
+
+def _iterate(ev: Any, scope: Any, items: Any, loop: Any, codes: tuple, cost: int, target: Any,
+             reuse: bool, LoopSignal: type, assign: Any) -> bool:
+    """Run the body for each item; whether some iteration ran the body to its end (Jinja2 runs
+    the loop's `else` otherwise). Each iteration has a frame of its own, or, when nothing in the
+    body can keep a frame beyond the iteration (`reuse`), the same frame with new variables.
+    (`LoopSignal` and `assign`, from loops.py, are passed in as locals.)"""
+    name = target.name if type(target) is ast.NameTarget else None
+    budget = ev.budget
+    completed = False
+    only = codes[0] if len(codes) == 1 else None
+    inner = Scope(scope) if reuse else None
+    for item in items:
+        budget.iterations -= 1
+        if budget.iterations < 0:
+            budget.iterate(0)  # raises LimitExceeded
+        ev.steps -= cost
+        if ev.steps <= 0:
+            ev.steps = budget.refuel(ev.steps)
+        if not reuse:
+            inner = Scope(scope)
+        if name is not None:
+            inner.vars = {name: item}
+        else:
+            inner.vars = {}
+            assign(ev, target, item, inner)
+        if loop is not None:
+            inner.vars["loop"] = loop
+        try:
+            if only is not None:
+                only(ev, inner)
+            else:
+                for code in codes:
+                    code(ev, inner)
+            completed = True
+        except LoopSignal as signal:
+            if signal.stop:
+                break
+    return completed
+
+
+def _iterate_fixed(ev: Any, scope: Any, items: Any, loop: Any, codes: tuple, cost: int,
+                   name: str, LoopSignal: type) -> bool:
+    """_iterate for a body that neither keeps nor writes its frame: the item is set in the
+    same frame's dict each time."""
+    budget = ev.budget
+    variables = {name: None} if loop is None else {name: None, "loop": loop}
+    inner = Scope(scope, variables)
+    completed = False
+    only = codes[0] if len(codes) == 1 else None  # a body of one statement: called directly
+    for item in items:
+        budget.iterations -= 1
+        if budget.iterations < 0:
+            budget.iterate(0)  # raises LimitExceeded
+        ev.steps -= cost
+        if ev.steps <= 0:
+            ev.steps = budget.refuel(ev.steps)
+        variables[name] = item
+        try:
+            if only is not None:
+                only(ev, inner)
+            else:
+                for code in codes:
+                    code(ev, inner)
+            completed = True
+        except LoopSignal as signal:
+            if signal.stop:
+                break
+    return completed
+
+
+def _by_loop_handler(node: ast.For) -> Code:
+
+    def run(ev: Any, scope: Any) -> None:
+        try:
+            exec_for(ev, node, scope)
+        except Exception as e:
+            ev.fail(e, node)
+    return run
+
+
+# Node classes whose handlers read variables only through their expressions, never `loop` by
+# name: a loop whose body holds only these (and no `loop` name) needs no LoopContext.
+_CORE_MODULES = frozenset({ast.__name__, "jinjamark.ext.shipped"})
+
+
+# Statements after which nothing can hold on to the frame they ran in: everything but what makes
+# a function of the frame (macros, call blocks, imported modules, blocks) and extensions' nodes.
+_KEEPS_FRAME = frozenset({ast.Macro, ast.CallBlock, ast.Import, ast.FromImport, ast.Include,
+                          ast.Block, ast.Extends})
+
+
+# Statements that set names in the frame they run in (a loop's, a macro's, a with's own frame
+# is its own; `ns.x = ...` changes the namespace, not the frame).
+_WRITES_FRAME = frozenset({ast.Assign, ast.AssignBlock, ast.Macro, ast.Import, ast.FromImport})
+
+
+def _loop_facts(node: ast.For) -> tuple[bool, bool, bool]:
+    """In one walk of a loop's bodies: whether they read `loop` (an extension's node may),
+    whether nothing in the body can keep its frame beyond an iteration, and whether the body
+    sets names in its frame."""
+    reads_loop, stays_inside, writes = False, True, False
+    for inner in ast.walk(node.body):
+        kind = type(inner)
+        if kind.__module__ not in _CORE_MODULES:
+            reads_loop, stays_inside = True, False
+        elif kind is ast.Name:
+            reads_loop = reads_loop or inner.name == "loop"
+        elif kind in _KEEPS_FRAME or kind is ast.For and inner.recursive:
+            stays_inside = False
+        if kind in _WRITES_FRAME and not (kind is ast.Assign
+                                          and type(inner.target) is ast.NamespaceTarget):
+            writes = True
+    if not reads_loop and node.otherwise:
+        reads_loop = any(type(inner) is ast.Name and inner.name == "loop"
+                         or type(inner).__module__ not in _CORE_MODULES
+                         for inner in ast.walk(node.otherwise))
+    return reads_loop, stays_inside, writes
+
+
+# ---------------------------------------------------------------------------- assignment
+
+@compiles(ast.Assign)
+def compile_assign(node: ast.Assign) -> Code:
+    code, target = compile_node(node.expr), node.target
+    if type(target) is ast.NameTarget:
+        name = target.name
+
+        def set_name(ev: Any, scope: Any) -> None:
+            scope.vars[name] = code(ev, scope)
+        return set_name
+
+    def set_target(ev: Any, scope: Any) -> None:
+        value = code(ev, scope)
+        try:
+            assign(ev, target, value, scope)
+        except Exception as e:
+            ev.fail(e, node)
+    return set_target

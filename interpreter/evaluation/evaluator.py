@@ -1,0 +1,235 @@
+"""The evaluator: one render of one template, running the template's compiled closures.
+
+Each node is compiled once per template into a closure (compiling/): the core's statements and
+expressions by their compilers, every other node class to a call of its handler from the
+evaluator's table, `handler(evaluator, node, scope)`. Statement handlers write to
+`Evaluator.out`; expression handlers return values. Extensions add handlers for their own node
+classes; a node without a handler fails loudly. The handlers here are the statements that run by
+handler (block `set`, macros, call and filter blocks, `with`; for loops are loops.py's) and the text and
+output handlers used when autoescaping, `finalize`, `extends` or span tracking change printing.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, NoReturn
+
+from ..grammar import ast
+from ..errors import LimitExceeded, TemplateError, TemplateRuntimeError
+from ..limits import Budget
+from .autoescape import exec_autoescape, rendered
+from .composition import COMPOSITION, template_reference
+from .compiling import code_of, code_table
+from .expressions import call_value, evaluate_arguments
+from ..values.markup import Markup
+from ..values.marks import concat
+from .macros import make_macro
+from .scope import Scope
+from ..values.undefined import MISSING
+from ..values.printing import to_string
+from .contexts import context_if_wanted
+from .loops import LoopSignal, assign, exec_for
+
+Handler = Callable[["Evaluator", Any, Scope], Any]
+DECLARED = "declared"  # the memo's key for the template's scope.declarations
+
+
+class Evaluator:
+    """One render of one template."""
+
+    def __init__(self, environment: Any, handlers: dict[type, Handler], name: str | None,
+                 source: str, memo: dict | None = None) -> None:
+        self.env = environment
+        self.undefined = environment.undefined
+        self.mutable = not environment.immutable
+        self.handlers = handlers
+        self.name = name
+        self.source = source
+        self.out: list[str] = []
+        self.budget = Budget(environment.limits)
+        self.steps = Budget.BATCH
+        self.memo = {} if memo is None else memo  # per template: facts about its nodes
+        # the operators the sandbox intercepts (Jinja2's intercepted_binops/unops; mostly none)
+        self.binops = getattr(environment, "intercepted_binops", None)
+        self.unops = getattr(environment, "intercepted_unops", None)
+        self.code = code_table(self.memo)  # per template: each node's closure, compiled when reached
+        # names to declare unassigned before some statements (scope.declarations), found
+        # when the template was compiled; none for an expression evaluated on its own
+        self.declared = self.memo.get(DECLARED)
+        # template composition (composition.py): the inheritance chain this template renders
+        # in, the parent it extended, and the template itself when another one runs it
+        self.chain: Any = None
+        self.parent: Any = None
+        self.template: Any = None
+        # autoescaping (autoescape.py): whether it is on, and what eval-context callables get
+        self.autoescape = False
+        self.default_autoescape = False
+        self.eval_ctx: Any = None
+
+    @property
+    def handlers(self) -> dict[type, Handler]:
+        return self._handlers
+
+    @handlers.setter
+    def handlers(self, table: dict[type, Handler]) -> None:
+        """Set the table; `fast` says whether compiled text and output may write directly."""
+        self._handlers = table
+        self.fast = (type(self) is Evaluator and table.get(ast.Text) is exec_text
+                     and table.get(ast.Output) is exec_output)
+
+    # ------------------------------------------------------------------ dispatch
+    def eval(self, node: Any, scope: Scope) -> Any:
+        """The value of an expression, or the effect of a statement (handlers call this)."""
+        self.steps -= 1
+        if self.steps <= 0:
+            self.steps = self.budget.refuel(self.steps)
+        return code_of(self.code, node)(self, scope)
+
+    def fail(self, e: Exception, node: Any) -> NoReturn:
+        """Raise `e` as an error at `node`: a template error gets the node's position unless an
+        inner node gave it one, too deep a recursion is LimitExceeded, any other exception a
+        TemplateRuntimeError; loop signals pass."""
+        if isinstance(e, LoopSignal):
+            raise e
+        if isinstance(e, TemplateError):
+            e.locate(node.span.line, node.span.column, self.name, self.source)
+            raise e
+        if isinstance(e, RecursionError):
+            error = LimitExceeded("maximum recursion depth exceeded")
+            error.locate(node.span.line, node.span.column, self.name, self.source)
+            raise error from None
+        raise self.runtime_error(e, node) from e
+
+    def runtime_error(self, e: Exception, node: Any) -> TemplateRuntimeError:
+        message = str(e) if not isinstance(e, KeyError) else f"key {e}"
+        error = TemplateRuntimeError(message or type(e).__name__)
+        error.locate(node.span.line, node.span.column, self.name, self.source)
+        return error
+
+    def run(self, body: tuple, scope: Scope) -> None:
+        code_of(self.code, body)(self, scope)
+
+    def declare(self, node: Any, scope: Scope) -> None:
+        """Before a statement whose inner frames may read names that this scope's frame owns
+        but has not assigned yet: declare them there, unassigned (read as undefined)."""
+        names = self.declared.get(id(node))
+        if names:
+            scope.vars.update(names)
+
+    def capture(self, body: Iterable[Any], scope: Scope) -> str:
+        """Render a body to a string (block set, macros, filter blocks, recursive loops)."""
+        saved, self.out = self.out, []
+        try:
+            self.run(body, scope)
+            return concat(self.out)
+        finally:
+            self.out = saved
+
+    def write(self, value: Any) -> None:
+        text = to_string(value)
+        if text:
+            self.budget.wrote(len(text))
+            self.out.append(text)
+
+    def lookup(self, name: str, scope: Scope) -> Any:
+        value = scope.lookup(name)
+        return self.lookup_missing(name) if value is MISSING else value
+
+    def lookup_missing(self, name: str) -> Any:
+        """What a name no scope holds (or holds unassigned) stands for."""
+        if name == "self" and self.chain is not None:  # the blocks, unless a variable
+            return template_reference(self.chain)
+        return self.undefined(name=name)
+
+
+# ---------------------------------------------------------------------------- statements
+
+def exec_text(ev: Evaluator, node: ast.Text, scope: Scope) -> None:
+    ev.budget.wrote(len(node.text))
+    ev.out.append(node.text)
+
+
+def exec_output(ev: Evaluator, node: ast.Output, scope: Scope) -> None:
+    """`{{ expr }}` printed through `Evaluator.write` (the compiled output's general form)."""
+    expr = node.expr
+    if type(expr) is ast.Concat:  # `{{ a ~ b }}` prints as `{{ a }}{{ b }}`
+        for item in expr.items:
+            value = ev.eval(item, scope)
+            try:
+                ev.write(value)
+            except Exception as e:
+                ev.fail(e, expr)
+    else:
+        ev.write(ev.eval(expr, scope))
+
+
+def exec_assign_block(ev: Evaluator, node: ast.AssignBlock, scope: Scope) -> None:
+    value = filtered_body(ev, node, scope)
+    if ev.autoescape:  # Jinja2 makes the filtered value safe text too: `| length` gives Markup('3')
+        value = Markup(value)
+    assign(ev, node.target, value, scope)
+
+
+def filtered_body(ev: Evaluator, node: ast.AssignBlock | ast.FilterBlock, scope: Scope) -> Any:
+    """A block `set`'s or filter block's body rendered in a frame of its own, then filtered."""
+    if ev.declared:  # most templates have none
+        ev.declare(node, scope)
+    inner = Scope(scope)
+    value: Any = rendered(ev, ev.capture(node.body, inner))
+    for f in node.filters:  # in the body's scope: they see what it set
+        value = apply_filter(ev, f, value, inner)
+    return value
+
+
+def exec_macro(ev: Evaluator, node: ast.Macro, scope: Scope) -> None:
+    if ev.declared:  # most templates have none
+        ev.declare(node, scope)
+    scope.vars[node.name] = make_macro(ev, node, node.name, scope)
+
+
+def exec_call_block(ev: Evaluator, node: ast.CallBlock, scope: Scope) -> None:
+    if ev.declared:  # most templates have none
+        ev.declare(node, scope)
+    caller = make_macro(ev, node, None, scope)  # Jinja2's callers are anonymous
+    call = node.call
+    func = ev.eval(call.func, scope)
+    args, kwargs = evaluate_arguments(ev, call.arguments, scope)
+    kwargs["caller"] = caller
+    ev.write(call_value(func, args, kwargs, ev.autoescape))
+
+
+def exec_filter_block(ev: Evaluator, node: ast.FilterBlock, scope: Scope) -> None:
+    ev.write(filtered_body(ev, node, scope))
+
+
+def apply_filter(ev: Evaluator, node: ast.Filter, value: Any, scope: Scope) -> Any:
+    args, kwargs = evaluate_arguments(ev, node.arguments, scope)
+    try:
+        context = context_if_wanted(ev.env.filters.get(node.name), ev, scope)
+        return ev.env.call_filter(node.name, value, args, kwargs, context, ev.eval_ctx)
+    except Exception as e:
+        ev.fail(e, node)
+
+
+def exec_with(ev: Evaluator, node: ast.With, scope: Scope) -> None:
+    if ev.declared:  # most templates have none
+        ev.declare(node, scope)
+    values = [(target, ev.eval(expr, scope)) for target, expr in node.targets]
+    inner = Scope(scope)
+    for target, value in values:
+        assign(ev, target, value, inner)
+    ev.run(node.body, inner)
+
+
+STATEMENTS: dict[type, Handler] = {
+    ast.Text: exec_text,
+    ast.Output: exec_output,
+    ast.For: exec_for,
+    ast.AssignBlock: exec_assign_block,
+    ast.Macro: exec_macro,
+    ast.CallBlock: exec_call_block,
+    ast.FilterBlock: exec_filter_block,
+    ast.With: exec_with,
+}
+
+# The handlers of the statements that run by handler (and of text, output and for loops, whose
+# compiled closures fall back to them); the core's expressions and `if`/`set` are compiled only.
+CORE_HANDLERS: dict[type, Handler] = {**STATEMENTS, ast.AutoEscape: exec_autoescape, **COMPOSITION}

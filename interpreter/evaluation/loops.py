@@ -1,0 +1,125 @@
+"""For loops and assignment targets: what both the statement handlers and the compiled
+closures run (a compiled loop falls back to `exec_for` for `recursive`), and `LoopSignal`,
+the protocol by which loop-control extensions end an iteration or a loop."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..grammar import ast
+from ..errors import TemplateRuntimeError
+from .autoescape import rendered
+from ..values.marks import concat
+from ..values.runtime import LoopContext, Namespace
+from .scope import Scope
+
+
+class LoopSignal(Exception):
+    """Raised by a statement to end the current loop iteration; `stop` ends the whole loop.
+
+    This is the protocol loop-control extensions use; the core knows no `break` tag.
+    """
+
+    def __init__(self, stop: bool) -> None:
+        super().__init__("loop signal outside of a loop")
+        self.stop = stop
+
+
+def exec_for(ev: Any, node: ast.For, scope: Scope) -> None:
+    if ev.declared:  # most templates have none
+        ev.declare(node, scope)
+    run_loop(ev, node, scope, ev.eval(node.iter, scope), 0)
+
+
+def run_loop(ev: Any, node: ast.For, scope: Scope, iterable: Any, depth0: int) -> None:
+    iterator, length = loop_iterator(iterable)
+    if node.condition is not None:
+        iterator, length = filtered(ev, node, scope, iterator), None
+    recurse = _recursion(ev, node, scope) if node.recursive else None
+    loop = LoopContext(iterator, length, depth0, ev.undefined, recurse, iterable)
+    completed = False  # Jinja2 runs `else` unless some iteration ran its body to the end
+    for item in loop:
+        ev.budget.iterate(1)
+        ev.steps -= 1  # an iteration is a step even when its body is empty
+        if ev.steps <= 0:
+            ev.steps = ev.budget.refuel(ev.steps)
+        inner = Scope(scope)
+        assign(ev, node.target, item, inner)
+        inner.vars["loop"] = loop
+        try:
+            ev.run(node.body, inner)
+            completed = True
+        except LoopSignal as signal:
+            if signal.stop:
+                break
+    if not completed and node.otherwise:
+        ev.run(node.otherwise, Scope(scope))  # a frame of its own: what it sets stays there
+
+
+def _recursion(ev: Any, node: ast.For, scope: Scope) -> Callable[[Any, int], str]:
+    """`loop(items)` in a recursive loop: the same loop over `items`, one level deeper."""
+    def recurse(inner: Any, depth: int) -> str:
+        saved, ev.out = ev.out, []
+        ev.budget.enter()
+        try:
+            run_loop(ev, node, scope, inner, depth)
+            return rendered(ev, concat(ev.out))
+        finally:
+            ev.out = saved
+            ev.budget.leave()
+    return recurse
+
+
+def filtered(ev: Any, node: ast.For, scope: Scope, items: Any) -> Any:
+    """The items that pass `for ... if condition`, lazily. As Jinja2's generator does, an item
+    unpacked into a tuple target comes out as a tuple of its parts (a list becomes a tuple)."""
+    for item in items:
+        inner = Scope(scope)
+        assign(ev, node.target, item, inner)
+        if ev.eval(node.condition, inner):
+            yield _rebuilt(node.target, inner) if type(node.target) is ast.TupleTarget else item
+
+
+def _rebuilt(target: Any, scope: Scope) -> Any:
+    if type(target) is ast.TupleTarget:
+        return tuple(_rebuilt(sub, scope) for sub in target.items)
+    return scope.vars[target.name]
+
+
+def loop_iterator(iterable: Any) -> tuple[Any, Any]:
+    """An iterator over what a for loop walks, and its length when known without walking it."""
+    if isinstance(iterable, str):
+        return iter(iterable), len(iterable)  # a Marked string yields marked characters
+    if iterable is None:
+        raise TypeError("'NoneType' object is not iterable")
+    iterator = iter(iterable)
+    try:
+        return iterator, len(iterable)
+    except TypeError:
+        return iterator, None
+
+
+def loop_items(iterable: Any) -> list:
+    if isinstance(iterable, dict):
+        return list(iterable)
+    if isinstance(iterable, str):
+        return list(iter(iterable))
+    if iterable is None:
+        raise TypeError("'NoneType' object is not iterable")
+    return list(iterable)
+
+
+def assign(ev: Any, target: Any, value: Any, scope: Scope) -> None:
+    if type(target) is ast.NameTarget:
+        scope.vars[target.name] = value
+    elif type(target) is ast.TupleTarget:
+        values = list(loop_items(value))
+        if len(values) != len(target.items):
+            word = "many" if len(values) > len(target.items) else "few"
+            raise TemplateRuntimeError(f"too {word} values to unpack (expected {len(target.items)})")
+        for sub, item in zip(target.items, values):
+            assign(ev, sub, item, scope)
+    else:
+        namespace = scope.lookup(target.name)
+        if not isinstance(namespace, Namespace):
+            raise TemplateRuntimeError("cannot assign attribute on non-namespace object")
+        namespace.attrs[target.attr] = value

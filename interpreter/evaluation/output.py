@@ -1,0 +1,104 @@
+"""Rendered output: a list of string pieces, some marked, turned into text or into parts."""
+from __future__ import annotations
+
+from typing import Iterable, NamedTuple
+
+from ..values.markup import SafeMixed
+from ..values.marks import Input, Mixed
+
+
+class Part(NamedTuple):
+    """A run of output characters that all came from the template, or all from input.
+    A named tuple: cheap to make by the hundred per render, and `text, is_input = part`."""
+    text: str
+    is_input: bool
+
+
+def to_parts(pieces: Iterable[str]) -> list[Part]:
+    """Split pieces by their marks and merge neighbours with the same flag.
+
+    One pass, every branch inline: this runs once per `render_parts` over every piece written,
+    so it is kept to the cheapest Python operations."""
+    parts: list[Part] = []
+    run: list[str] = []  # the texts of the current part
+    current = False      # whether the current part is input
+    for piece in pieces:
+        kind = type(piece)
+        if kind is Mixed or kind is SafeMixed:  # its template and input runs, in order
+            text, pos = str.__str__(piece), 0
+            for a, b in piece.spans:
+                if a > pos:
+                    if current:
+                        t = _join(run)
+                        parts.append(_new(Part, (t, True)) if len(t) > _SHORT
+                                     else _known_input(t) or _input_part(t))
+                        run, current = [], False
+                    run.append(text[pos:a])
+                if not current:
+                    if run:
+                        t = _join(run)
+                        parts.append(_known(t) or _template_part(t))
+                        run = []
+                    current = True
+                run.append(text[a:b])
+                pos = b
+            if pos < len(text):
+                if current:
+                    t = _join(run)
+                    parts.append(_new(Part, (t, True)) if len(t) > _SHORT
+                                 else _known_input(t) or _input_part(t))
+                    run, current = [], False
+                run.append(text[pos:])
+        elif piece:
+            if (kind is Input) is not current:  # str and unmarked subclasses (Markup): template
+                if run:
+                    if current:
+                        text = _join(run)
+                        parts.append(_new(Part, (text, True)) if len(text) > _SHORT
+                                     else _known_input(text) or _input_part(text))
+                    else:
+                        text = _join(run)
+                        parts.append(_known(text) or _template_part(text))
+                    run = []
+                current = not current
+            run.append(piece)
+    if run:
+        text = _join(run)
+        if not current:
+            parts.append(_known(text) or _template_part(text))
+        else:
+            parts.append(_new(Part, (text, True)) if len(text) > _SHORT
+                         else _known_input(text) or _input_part(text))
+    return parts
+
+
+# Template parts repeat from render to render (a role header, an end-of-turn token): the short
+# ones are made once and shared (a Part is immutable), which saves most of render_parts' part
+# making. Bounded, in entries and in length, since template text can be computed.
+_TEMPLATE_PARTS: dict[str, Part] = {}
+_known = _TEMPLATE_PARTS.get
+
+
+def _template_part(text: str) -> Part:
+    part = _new(Part, (text, False))
+    if len(text) <= 256 and len(_TEMPLATE_PARTS) < 4096:
+        _TEMPLATE_PARTS[text] = part
+    return part
+
+
+# So do the shortest input parts (a role, a tool name): those of at most _SHORT characters,
+# which cost less to look up than to make.
+_SHORT = 16
+_INPUT_PARTS: dict[str, Part] = {}
+_known_input = _INPUT_PARTS.get
+
+
+def _input_part(text: str) -> Part:
+    part = _new(Part, (text, True))
+    if len(_INPUT_PARTS) < 4096:
+        _INPUT_PARTS[text] = part
+    return part
+
+
+_join = "".join
+_new = tuple.__new__  # makes a Part without the Python-level __new__ of a named tuple

@@ -1,0 +1,133 @@
+"""How values print: `{{ value }}` and `~` (`to_string`), and the repr() a container prints its
+items with (`repr_value`), keeping the marks of the strings inside. Below markup.py, which
+escapes what this prints, and below access.py, which reads attributes and items."""
+from __future__ import annotations
+
+from typing import Any
+
+from . import marks
+from ..limits import check_printable
+from .marks import Input, Mixed, concat
+from .numbers import InputBytes, InputFloat, InputInt, InputRange
+from .runtime import LoopContext, Namespace, TemplateModule
+from .sandbox import holds_marked_fields, is_host_object, prints_itself
+from .undefined import Undefined
+
+
+def to_string(value: Any) -> str:
+    """`{{ value }}` and `~`: Python's str() for data, '' for undefined, marks kept."""
+    t = type(value)
+    if t is str or t is Input or t is Mixed:
+        return value
+    if value is None or t is bool or t is int or t is float:
+        return str(value)
+    if t is InputInt or t is InputFloat or t is InputBytes:  # from input: prints as input
+        return marks.mark(str(value))
+    if isinstance(value, Undefined):
+        return str(value)
+    if isinstance(value, (list, tuple, dict, set, frozenset)) or t in _VIEWS or t in _SHOWING:
+        if not check_printable(value) and (t is list or t is dict or t is tuple):
+            return repr(value)  # plain data all through: Python's own repr is the same text
+        return repr_value(value)
+    if isinstance(value, str):
+        return value
+    if t is TemplateModule:  # an imported template prints what it rendered
+        return value.body
+    if is_host_object(value) and prints_itself(value):  # a date, an object's own __str__
+        text = str.__str__(str(value))
+        return marks.mark(text) if text and holds_marked_fields(value) else text
+    return safe_repr(value)
+
+
+def safe_repr(value: Any) -> str:
+    """How an object outside the data model prints: its own repr if it is one of ours, else its
+    kind and name only (no module path, no memory address)."""
+    if hasattr(type(value), "jinja_attribute") or isinstance(value, Undefined):
+        return repr(value)
+    if isinstance(value, (int, float, complex)):
+        return str(value)
+    if isinstance(value, _PLAIN_DATA) or getattr(type(value), "jinja_plain_repr", False):
+        return repr(value)
+    if callable(value):
+        return f"<callable {getattr(value, '__name__', type(value).__name__)}>"
+    if is_host_object(value) and prints_itself(value) and type(value).__repr__ is not object.__repr__:
+        text = str.__str__(repr(value))
+        return marks.mark(text) if holds_marked_fields(value) else text  # a dataclass, a date: its own repr (what Jinja2 shows in a list)
+    return f"<{type(value).__name__} object>"
+
+
+_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
+_PLAIN_DATA = (range, set, frozenset, bytes, bytearray, slice)  # their repr shows only data
+
+
+def repr_value(value: Any, _depth: int = 0) -> str:
+    """Python's repr(), keeping the marks of strings inside containers (and sets, and the
+    runtime objects whose repr shows what they hold)."""
+    t = type(value)
+    if t is InputInt or t is InputFloat or t is InputBytes:
+        return marks.mark(repr(value))
+    if t is Input or isinstance(value, Mixed):  # Mixed, or safe marked text (markup.SafeMixed)
+        text = repr(value)
+        wrapper = "Markup(" if hasattr(value, "__html__") else ""  # safe text, as markupsafe's
+        # the characters between the quotes are the string's own when nothing was escaped
+        if len(text) == len(value) + 2:
+            return concat((wrapper, text[0], value, text[-1], ")" if wrapper else ""))
+        return marks.mark(wrapper + text + (")" if wrapper else ""))
+    if _depth > 100:
+        raise RecursionError("value nests too deeply to print")
+    if t is list:
+        return concat(["[", _join_reprs(value, _depth), "]"])
+    if t in _VIEWS:
+        return concat([f"{t.__name__}(", repr_value(list(value), _depth + 1), ")"])
+    if isinstance(value, tuple) and (t is tuple or not hasattr(value, "_fields")):
+        inner = _join_reprs(value, _depth)
+        return concat(["(", inner, ",)" if len(value) == 1 else ")"])
+    if isinstance(value, tuple):  # a named tuple (groupby's groups): Name(field=value, ...)
+        pieces = [f"{t.__name__}("]
+        for i, (field, item) in enumerate(zip(value._fields, value)):
+            pieces.extend((", " if i else "", f"{field}=", repr_value(item, _depth + 1)))
+        pieces.append(")")
+        return concat(pieces)
+    if t is dict:
+        pieces = ["{"]
+        for i, (k, v) in enumerate(value.items()):
+            if i:
+                pieces.append(", ")
+            pieces.extend((repr_value(k, _depth + 1), ": ", repr_value(v, _depth + 1)))
+        pieces.append("}")
+        return concat(pieces)
+    if t is str or t is int or t is float or t is bool or value is None:
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value)  # Markup and other str subclasses
+    if isinstance(value, (set, frozenset)):
+        return _set_repr(value, _depth)
+    if t in _SHOWING:
+        return _SHOWING[t](value, _depth)
+    return safe_repr(value)
+
+
+def _set_repr(value: Any, depth: int) -> str:
+    kind = "" if type(value) is set else f"{type(value).__name__}("
+    if not value:
+        return f"{kind or 'set('})"
+    inner = concat(["{", _join_reprs(value, depth), "}"])
+    return concat([kind, inner, ")"]) if kind else inner
+
+
+# The runtime objects whose repr shows what they hold (which may be input), as Jinja2's do.
+_SHOWING: dict = {
+    Namespace: lambda ns, depth: concat(["<Namespace ", repr_value(ns.attrs, depth + 1), ">"]),
+    LoopContext: lambda loop, depth: concat(["<LoopContext ", repr_value(loop.index, depth + 1),
+                                             "/", repr_value(loop.length, depth + 1), ">"]),
+    InputRange: lambda numbers, depth: marks.mark(repr(numbers)),
+}
+
+
+def _join_reprs(items: Any, depth: int) -> str:
+    pieces = []
+    for i, item in enumerate(items):
+        if i:
+            pieces.append(", ")
+        pieces.append(repr_value(item, depth + 1))
+    return concat(pieces)
