@@ -624,3 +624,36 @@ def test_an_unclosed_extension_block_names_its_end_tag():
         "this tag, but currently looking for 'endgeneration'. The innermost block that needs to be "
         "closed is 'generation'.")
     assert (caught.value.lineno, caught.value.column) == (2, 24)
+
+
+# `break` and `continue` are checked where they stand: inside a loop's body (at any depth of
+# `if`, `with`, `filter`, block `set`), not in its `else`, not in a macro or call block (their
+# own functions in Jinja2), nor in an expression's reach. Refused when Jinja2's compile refuses.
+LOOP_CONTROL_PLACES = [
+    "{% break %}",
+    "{% for x in y %}{% if x %}{% with a = 1 %}{% break %}{% endwith %}{% endif %}{% endfor %}",
+    "{% for x in y %}{% else %}{% continue %}{% endfor %}",
+    "{% for x in y %}{% macro m() %}{% break %}{% endmacro %}{% endfor %}",
+    "{% for x in y %}{% call m() %}{% continue %}{% endcall %}{% endfor %}",
+    "{% macro m() %}{% for x in y %}{% break %}{% endfor %}{% endmacro %}",
+    "{% for x in y %}{% filter upper %}{% continue %}{% endfilter %}{% endfor %}",
+    "{% for x in y %}{% set s %}{% break %}{% endset %}{% endfor %}",
+    "{% if a %}{% for x in y %}{% endfor %}{% continue %}{% endif %}",
+    "{% for x in y %}{% for z in x %}{% endfor %}{% break %}{% endfor %}",
+]
+
+
+@pytest.mark.parametrize("source", LOOP_CONTROL_PLACES)
+def test_loop_controls_are_refused_where_jinja2_refuses_them(source):
+    theirs = jinja2.Environment(extensions=["jinja2.ext.loopcontrols"])
+    try:
+        theirs.from_string(source)
+        refused = False
+    except (jinja2.TemplateSyntaxError, SyntaxError):
+        refused = True
+    env = jinjamark.Environment(extensions=["loopcontrols"])
+    if refused:
+        with pytest.raises(jinjamark.TemplateSyntaxError):
+            env.from_string(source)
+    else:
+        env.from_string(source)
