@@ -1,5 +1,5 @@
 """Compiling: each AST node becomes a Python closure once per template (core.py), expressions
-(expressions.py) and statements (statements.py) by their own compilers."""
+(access.py, calls.py, operators.py) and statements (statements.py) by their own compilers."""
 from __future__ import annotations
 
 from typing import Any

@@ -23,7 +23,7 @@ from ...grammar import ast
 Code = Callable[[Any, Any], Any]
 Compiler = Callable[[Any], Code]
 
-COMPILERS: dict[type, Compiler] = {}  # node class -> its compiler (expressions.py, statements.py)
+COMPILERS: dict[type, Compiler] = {}  # node class -> its compiler (access, calls, operators, statements)
 
 
 def compiles(*kinds: type) -> Callable[[Compiler], Compiler]:
