@@ -151,6 +151,7 @@ def printed_size(value: Any) -> int:
     total = printed.size(value)
     if total > most:
         raise LimitExceeded(f"printing this value would pass the output limit ({most})")
+    printed.meter.charge(printed.walked)
     return total
 
 
@@ -178,7 +179,7 @@ def check_printable(value: Any) -> bool:
     total = printed.size(value)
     if total > most:
         raise LimitExceeded(f"printing this value would pass the output limit ({most})")
-    printed.meter.charge(total * metering.TEXT)  # the printing itself, per character
+    printed.meter.charge(printed.walked + total * metering.TEXT)  # the rest of the walk, the printing
     return printed.subclassed
 
 
@@ -192,7 +193,8 @@ class _Printed:
     def __init__(self, most: int) -> None:
         self.most = most
         self.steps = _MAX_PRINT_STEPS
-        self.meter = metering.meter()    # the walk is charged per container, as it goes
+        self.meter = metering.meter()    # the walk is charged as it goes, in chunks
+        self.walked = 0                  # units of walk not charged yet
         self.known: dict[int, int] = {}  # id of a container walked already -> its size
         self.path: set[int] = set()      # the containers being walked, for cycles
         self.subclassed = False          # met a str or number of a subclass (a marked one?)
@@ -220,7 +222,10 @@ class _Printed:
         if key in self.path:
             return 5
         self.steps -= len(value) + 1
-        self.meter.charge((len(value) + 1) * _PRINT_WALK)
+        self.walked += (len(value) + 1) * _PRINT_WALK
+        if self.walked > metering.CLOCK:  # a long walk is charged (and the clock looked at) as it goes
+            self.meter.charge(self.walked)
+            self.walked = 0
         if self.steps < 0:
             raise LimitExceeded(f"printing this value would pass the output limit ({self.most})")
         self.path.add(key)
