@@ -11,7 +11,6 @@ arguments enters the result (join, replace, padding, format).
 """
 from __future__ import annotations
 
-from collections import abc, deque
 from typing import Any, Callable, Optional
 
 from ..limits import check_size, check_width
@@ -19,6 +18,7 @@ from . import marks
 from .. import metering
 from .formatting import format_string
 from .markup import Markup, SafeMixed, format_markup
+from .sandbox import MUTATING, modifies_known_mutable
 
 # ---------------------------------------------------------------------------- strings
 
@@ -228,18 +228,8 @@ _meter_table(DICT_METHODS, 0, {"copy": metering.ITEM, "fromkeys": metering.ITEM}
              {"get": 1, "fromkeys": 1})
 _meter_table(SET_METHODS, metering.ITEM, {}, dict.fromkeys(SET_METHODS, 1))
 
-# What would change a builtin container: Jinja2's list, plus `intersection_update`, which
-# Jinja2's list lacks and which changes a set all the same.
-MUTATING_METHODS: tuple[tuple[type, frozenset], ...] = (
-    (abc.MutableSet, frozenset({"add", "clear", "difference_update", "discard", "pop", "remove",
-                                "symmetric_difference_update", "update",
-                                "intersection_update"})),
-    (abc.MutableMapping, frozenset({"clear", "pop", "popitem", "setdefault", "update"})),
-    (abc.MutableSequence, frozenset({"append", "clear", "pop", "reverse", "insert", "sort",
-                                     "extend", "remove"})),
-    (deque, frozenset({"append", "appendleft", "clear", "extend", "extendleft", "pop",
-                       "popleft", "remove", "rotate"})),
-)
+# What would change a builtin container (the sandbox's table, Jinja2's list and a few more).
+MUTATING_METHODS = MUTATING
 
 
 def _table(obj: Any) -> Optional[dict[str, Callable]]:
@@ -268,9 +258,5 @@ def lookup_method(obj: Any, name: Any) -> Optional[Callable]:
     return table.get(name) if table is not None else None
 
 
-def is_unsafe_method(obj: Any, name: Any) -> bool:
-    """Whether `name` is a method of `obj` that would change it (forbidden in the sandbox)."""
-    for kind, names in MUTATING_METHODS:
-        if isinstance(obj, kind):
-            return name in names
-    return False
+# Whether `name` is a method of `obj` that would change it (forbidden in the immutable sandbox).
+is_unsafe_method = modifies_known_mutable

@@ -42,7 +42,7 @@ _OLD_FUNCTION_ATTRIBUTES = frozenset({"func_closure", "func_code", "func_dict", 
                                       "func_globals", "im_class", "im_func", "im_self"})
 
 # The methods that change a container of each abstract kind (ImmutableSandboxedEnvironment's).
-_MUTATING: tuple = (
+MUTATING: tuple = (
     # a deque first: it is a MutableSequence too, and Jinja2's order lets `popleft`, `appendleft`,
     # `extendleft` and `rotate` through its immutable sandbox; ours refuses them
     (__import__("collections").deque, frozenset({"append", "appendleft", "clear", "extend",
@@ -92,7 +92,7 @@ def is_internal_attribute(obj: Any, attr: str) -> bool:
 def modifies_known_mutable(obj: Any, attr: str) -> bool:
     """Whether `attr` is a method that changes `obj`, a list, dict, set or deque (or one of their
     abstract kinds): what the immutable sandbox refuses."""
-    for kind, names in _MUTATING:
+    for kind, names in MUTATING:
         if isinstance(obj, kind):
             return attr in names
     return False
