@@ -196,12 +196,8 @@ def compile_for(node: ast.For) -> Code:
         codes, cost = statements
         items = loop if wants_loop else iterator
         try:
-            if fixed:
-                completed = _iterate_fixed(ev, scope, items, loop, codes, cost, node.target.name,
-                                           LoopSignal)
-            else:
-                completed = _iterate(ev, scope, items, loop, codes, cost, node.target, reuse,
-                                     LoopSignal, assign)
+            completed = _iterate(ev, scope, items, loop, codes, cost, node.target, reuse, fixed,
+                                 LoopSignal, assign)
         except LoopSignal:
             raise
         except Exception as e:
@@ -214,54 +210,19 @@ def compile_for(node: ast.For) -> Code:
 
 
 def _iterate(ev: Any, scope: Any, items: Any, loop: Any, codes: tuple, cost: int, target: Any,
-             reuse: bool, LoopSignal: type, assign: Any) -> bool:
+             reuse: bool, fixed: bool, LoopSignal: type, assign: Any) -> bool:
     """Run the body for each item; whether some iteration ran the body to its end (Jinja2 runs
-    the loop's `else` otherwise). Each iteration has a frame of its own, or, when nothing in the
-    body can keep a frame beyond the iteration (`reuse`), the same frame with new variables.
-    (`LoopSignal` and `assign`, from loops.py, are passed in as locals.)"""
+    the loop's `else` otherwise). Each iteration has a frame of its own; or, when nothing in the
+    body can keep a frame beyond the iteration (`reuse`), the same frame with new variables; or,
+    when the body does not write its frame either (`fixed`), the same frame and dict, the item
+    set in it. (`LoopSignal` and `assign`, from loops.py, are passed in as locals.)"""
     name = target.name if type(target) is ast.NameTarget else None
     budget = ev.budget
     completed = False
-    only = codes[0] if len(codes) == 1 else None
-    inner = Scope(scope) if reuse else None
-    for item in items:
-        budget.iterations -= 1
-        if budget.iterations < 0:
-            budget.iterate(0)  # raises LimitExceeded
-        ev.steps -= cost
-        if ev.steps <= 0:
-            ev.steps = budget.refuel(ev.steps)
-        if not reuse:
-            inner = Scope(scope)
-        if name is not None:
-            inner.vars = {name: item}
-        else:
-            inner.vars = {}
-            assign(ev, target, item, inner)
-        if loop is not None:
-            inner.vars["loop"] = loop
-        try:
-            if only is not None:
-                only(ev, inner)
-            else:
-                for code in codes:
-                    code(ev, inner)
-            completed = True
-        except LoopSignal as signal:
-            if signal.stop:
-                break
-    return completed
-
-
-def _iterate_fixed(ev: Any, scope: Any, items: Any, loop: Any, codes: tuple, cost: int,
-                   name: str, LoopSignal: type) -> bool:
-    """_iterate for a body that neither keeps nor writes its frame: the item is set in the
-    same frame's dict each time."""
-    budget = ev.budget
-    variables = {name: None} if loop is None else {name: None, "loop": loop}
-    inner = Scope(scope, variables)
-    completed = False
     only = codes[0] if len(codes) == 1 else None  # a body of one statement: called directly
+    inner = Scope(scope) if reuse else None
+    if fixed:
+        variables = inner.vars = {name: None} if loop is None else {name: None, "loop": loop}
     for item in items:
         budget.iterations -= 1
         if budget.iterations < 0:
@@ -269,7 +230,18 @@ def _iterate_fixed(ev: Any, scope: Any, items: Any, loop: Any, codes: tuple, cos
         ev.steps -= cost
         if ev.steps <= 0:
             ev.steps = budget.refuel(ev.steps)
-        variables[name] = item
+        if fixed:
+            variables[name] = item
+        else:
+            if not reuse:
+                inner = Scope(scope)
+            if name is not None:
+                inner.vars = {name: item}
+            else:
+                inner.vars = {}
+                assign(ev, target, item, inner)
+            if loop is not None:
+                inner.vars["loop"] = loop
         try:
             if only is not None:
                 only(ev, inner)
