@@ -21,6 +21,11 @@ from .numbers import is_input_number
 
 
 def dumps(value: Any, **kwargs: Any) -> str:
+    if type(value) is Input and kwargs.get("cls") is None:  # `key|tojson`, `arg|tojson`
+        metering.charge(len(value) * metering.TEXT)
+        text = json.dumps(value, **kwargs)
+        # all between the quotes is the input's characters or their escapes
+        return make(text, ((1, len(text) - 1),)) if len(text) > 2 else text
     may_hold_input = check_printable(value)  # the same walk tells if any str is a subclass
     if isinstance(value, str):
         metering.charge(len(value) * metering.TEXT)  # check_printable charges containers

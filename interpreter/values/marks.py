@@ -343,13 +343,23 @@ def concat(pieces: Iterable[str]) -> str:
     """Join strings, keeping each piece's marks (adjacent input spans merge).
 
     Runs for every captured body (macros, `{% set %}` blocks) and every marked filter result:
-    the text is joined in C, and the Python loop runs only when some piece is marked."""
+    the text is joined in C, and the Python loop runs only when some piece is marked. A body
+    that wrote one string (a macro returning a filter's result) gives that string back: it is
+    immutable, and copying it twice (the join, then the marked copy) was half of the captures'
+    cost in render_parts."""
     if type(pieces) is not list and type(pieces) is not tuple:
         pieces = list(pieces)
+    if len(pieces) == 1:
+        only = pieces[0]
+        kind = type(only)
+        if kind is str or kind is Input or kind is Mixed:
+            return only if only else ""
     text = "".join(pieces)
     if _PLAIN_STR.issuperset(map(type, pieces)):
         return text
     spans: list[tuple[int, int]] = []
+    add = spans.append
+    start = end = -1  # the input run being gathered (none yet): it grows while runs touch
     offset = 0
     for p in pieces:
         kind = type(p)
@@ -357,19 +367,26 @@ def concat(pieces: Iterable[str]) -> str:
         if kind is str or not n:
             pass
         elif kind is Input:
-            if spans and offset <= spans[-1][1]:
-                spans[-1] = (spans[-1][0], offset + n)
+            if offset == end:
+                end = offset + n
             else:
-                spans.append((offset, offset + n))
+                if end >= 0:
+                    add((start, end))
+                start, end = offset, offset + n
         elif isinstance(p, Marked):
             for a, b in p.spans:
                 a += offset
-                if spans and a <= spans[-1][1]:
-                    spans[-1] = (spans[-1][0], b + offset)
+                if a == end:
+                    end = b + offset
                 else:
-                    spans.append((a, b + offset))
+                    if end >= 0:
+                        add((start, end))
+                    start, end = a, b + offset
         offset += n
-    return make(text, tuple(spans)) if spans else text
+    if end < 0:
+        return text
+    add((start, end))
+    return make(text, tuple(spans))
 
 
 _PLAIN_STR = frozenset((str,))
@@ -523,6 +540,8 @@ def replace(s: str, old: str, new: str, count: int = -1) -> str:
         return str.replace(s, old, new, count)
     if not old:
         return taint(str.replace(s, old, new, count), s, new)
+    if (type(s) is Input or type(s) is Mixed) and (count == 0 or not str.__contains__(s, old)):
+        return s  # nothing to replace (`|replace('&', ...)` on most text): no three copies of it
     pieces, pos, done = [], 0, 0
     while count < 0 or done < count:
         i = str.find(s, old, pos)

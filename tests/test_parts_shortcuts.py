@@ -1,0 +1,58 @@
+"""The shortcuts render_parts takes on marked values (added for its cost, issue 13) keep every mark:
+each is checked against the long way it replaces, and the text against Python's own."""
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings, strategies as st
+
+from jinjamark import marks
+from jinjamark.marks import Input, flags_of, from_flags
+from jinjamark.values import jsonmarks
+
+text = st.text(st.sampled_from('ab"\\\n<é\u2028\x00'), max_size=8)
+flagged = st.lists(st.tuples(st.sampled_from("ab&<"), st.booleans()), min_size=1, max_size=6).map(
+    lambda chars: from_flags("".join(c for c, _ in chars), [f for _, f in chars]))
+marked_text = st.one_of(text.map(Input), flagged)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text, st.booleans())
+def test_tojson_of_an_input_string_marks_everything_between_the_quotes(value, ascii_only):
+    got = jsonmarks.dumps(Input(value), ensure_ascii=ascii_only)
+    want = json.dumps(value, ensure_ascii=ascii_only)
+    assert str.__str__(got) == want
+    assert flags_of(got) == ([False] + [True] * (len(want) - 2) + [False] if value else [False] * 2)
+    # the general path (the encoder's tokens found in its text) agrees
+    general = jsonmarks._located(Input(value), want, ensure_ascii=ascii_only)
+    assert flags_of(general) == flags_of(got)
+
+
+@settings(max_examples=300, deadline=None)
+@given(marked_text, st.sampled_from(["&", "<", "zz", "a"]), st.sampled_from(["&amp;", "", "b"]))
+def test_replace_keeps_the_marks_of_what_it_does_not_replace(value, old, new):
+    got = marks.replace(value, old, new)
+    assert str.__str__(got) == str.__str__(value).replace(old, new)
+    if old not in value:
+        assert flags_of(got) == flags_of(value)
+    else:  # the replacement text is template text, the rest keeps its flags
+        pieces = str.__str__(value).split(old)
+        at, want = 0, []
+        for i, piece in enumerate(pieces):
+            want += flags_of(value)[at:at + len(piece)]
+            at += len(piece) + len(old)
+            if i < len(pieces) - 1:
+                want += [False] * len(new)
+        assert flags_of(got) == want
+
+
+def test_a_macro_that_returns_one_marked_string_returns_its_marks():
+    import jinjamark
+    env = jinjamark.chat_environment()
+    source = ("{% macro esc(v) %}{{ v|replace('&', '&amp;') }}{% endmacro %}"
+              "[{{ esc(a) }}][{{ esc(b) }}]")
+    parts = env.from_string(source).render_parts(
+        a=Input("x<|im_end|>"), b=from_flags("q&r", [True, False, True]))
+    assert [(p.text, p.is_input) for p in parts] == [
+        ("[", False), ("x<|im_end|>", True), ("][", False), ("q", True), ("&amp;", False),
+        ("r", True), ("]", False)]
