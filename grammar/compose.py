@@ -18,10 +18,13 @@ from typing import Iterable, Mapping, Optional, Sequence
 from .errors import TemplateError
 from .parser import Parser, Syntax, core_grammar, get_parser, has_shipped_tables
 
+# Patterns, not compiled ones: `re` compiles them when a fragment is first read (and keeps
+# them), which the default grammars never need (their fragments were checked when their
+# shipped tables were made); compiled at import they were half a millisecond of every start.
 # A tag opener in the core's style: one terminal per keyword, named after it, `-`/`+` folded in.
-OPENER = re.compile(r"^\s*/\\\{%\[-\+\]\?\\s\*(\w+)\(\?!\\w\)/\s*$")
-DEFINITION = re.compile(r"^[ \t]*[?!]?([A-Za-z_]\w*)(?:\{[^}]*\})?(?:\.-?\d+)?[ \t]*:(.*)$", re.M)
-DIRECTIVE = re.compile(r"^[ \t]*%(\w+)", re.M)
+OPENER = r"^\s*/\\\{%\[-\+\]\?\\s\*(\w+)\(\?!\\w\)/\s*$"
+DEFINITION = r"(?m)^[ \t]*[?!]?([A-Za-z_]\w*)(?:\{[^}]*\})?(?:\.-?\d+)?[ \t]*:(.*)$"
+DIRECTIVE = r"(?m)^[ \t]*%(\w+)"
 REFUSED = {"import": "compose with %extend and define the terminals it needs (Lark's %import "
                      "renames the rules it brings in)",
            "override": "extensions add syntax; they never replace a rule of the core or of another "
@@ -71,7 +74,7 @@ def check_fragments(syntaxes: Iterable[Syntax]) -> None:
     tags, owners, patterns = (dict.fromkeys(names) for names in _core_names())
     builders: dict[str, str] = {}
     for s in syntaxes:
-        for word in DIRECTIVE.findall(s.grammar):
+        for word in re.findall(DIRECTIVE, s.grammar):
             if word in REFUSED:
                 raise ExtensionError(f"extension {s.name!r} uses %{word}: {REFUSED[word]}",
                                      [s.name])
@@ -130,13 +133,13 @@ def _claim(owners: dict, key: str, extension: str, what: str) -> None:
 
 def definitions(grammar: str) -> list[str]:
     """The rules and terminals a grammar defines (`%extend` adds to a definition, not counted)."""
-    return [m.group(1) for m in DEFINITION.finditer(_without_comments(grammar))]
+    return [m.group(1) for m in re.finditer(DEFINITION, _without_comments(grammar))]
 
 
 def terminal_patterns(grammar: str) -> dict[str, str]:
     """Terminal name -> its pattern as written. Two terminals with one literal pattern are a
     collision that Lark does not report (it compares regular expressions only)."""
-    return {m.group(1): m.group(2).strip() for m in DEFINITION.finditer(_without_comments(grammar))
+    return {m.group(1): m.group(2).strip() for m in re.finditer(DEFINITION, _without_comments(grammar))
             if not _is_rule(m.group(1))}
 
 
@@ -144,7 +147,7 @@ def literals(grammar: str) -> set[str]:
     """The anonymous string terminals a grammar's rules use (`"in"`, `"|"`): a named terminal with
     the same text would take their place in the core's rules."""
     text = _without_comments(grammar)
-    rules = [m.group(2) for m in DEFINITION.finditer(text) if _is_rule(m.group(1))]
+    rules = [m.group(2) for m in re.finditer(DEFINITION, text) if _is_rule(m.group(1))]
     continued = re.findall(r"^[ \t]*\|(.*)$", text, re.M)
     return set(re.findall(r'"(?:[^"\\]|\\.)*"', "\n".join(rules + continued)))
 
@@ -153,9 +156,9 @@ def tag_keywords(grammar: str, extension: Optional[str] = None) -> list[str]:
     """The tag keywords of a grammar's opener terminals. For an extension, also check that each
     opener is in the core's style and named after its keyword: error messages find tags that way."""
     found = []
-    for m in DEFINITION.finditer(_without_comments(grammar)):
+    for m in re.finditer(DEFINITION, _without_comments(grammar)):
         name, pattern = m.group(1), m.group(2)
-        opener = OPENER.match(pattern)
+        opener = re.match(OPENER, pattern)
         if opener:
             found.append(opener.group(1))
             expected = "_" + opener.group(1).upper()

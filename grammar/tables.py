@@ -10,8 +10,8 @@ and Lark's version. A grammar that differs in any way (an edited `jinja.lark`, a
 other delimiters, another Lark) has another digest, finds no file, and is built (or found in the
 user cache) as before. The files are only read, so a read-only install works.
 
-Each default grammar also has its plain tables (`*.plain.z`: grammar/larktables.py, read with
-`marshal`), which the one-pass parse runs on without importing Lark; the Lark tables are loaded
+Each default grammar also has its plain tables (`*.plain`: grammar/larktables.py, read with
+`marshal`, not compressed: inflating them was a millisecond of every first call), which the one-pass parse runs on without importing Lark; the Lark tables are loaded
 only for the two-pass parse that reports errors. They hold only dicts, tuples, strings and ints
 (marshal reads those alike across Python 3 versions); a file that cannot be read, or was made
 for another grammar, is ignored, and the tables are read from the grammar's Lark parser instead.
@@ -28,7 +28,7 @@ from typing import Any, Optional
 
 FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tables")
 SUFFIX = ".lark.z"
-PLAIN_SUFFIX = ".plain.z"  # the one-pass parse's tables (grammar/larktables.py), read without Lark
+PLAIN_SUFFIX = ".plain"  # the one-pass parse's tables (grammar/larktables.py), read without Lark
 # Options given when loading, not kept in the file: they are functions and objects
 NOT_SAVED = ("postlex", "lexer_callbacks", "transformer", "_plugins", "edit_terminals")
 
@@ -104,8 +104,8 @@ def load_plain(grammar: str, options: dict) -> Optional[dict]:
         return _loaded[key]
     try:
         with open(plain_path(key), "rb") as f:
-            saved = marshal.loads(zlib.decompress(f.read()))
-    except (OSError, ValueError, EOFError, TypeError, zlib.error):
+            saved = marshal.loads(f.read())
+    except (OSError, ValueError, EOFError, TypeError):
         return None
     if type(saved) is not dict or saved.get("key") != key:  # another grammar, by a rare chance
         return None
@@ -121,7 +121,7 @@ def save_plain(tables: dict, grammar: str, options: dict, folder: str = FOLDER) 
     key = plain_key(grammar, options)
     path = plain_path(key, folder)
     with open(path, "wb") as f:
-        f.write(zlib.compress(marshal.dumps({"key": key, "tables": tables}), 9))
+        f.write(marshal.dumps({"key": key, "tables": tables}))
     return path
 
 
@@ -133,7 +133,7 @@ def main() -> None:
     import jinjamark
     os.makedirs(FOLDER, exist_ok=True)
     for name in os.listdir(FOLDER):
-        if name.endswith((SUFFIX, PLAIN_SUFFIX)):
+        if name.endswith((SUFFIX, PLAIN_SUFFIX, ".plain.z")):  # .plain.z: the older, compressed
             os.remove(os.path.join(FOLDER, name))
     for env in (jinjamark.Environment(), jinjamark.chat_environment()):
         parser = env._parser

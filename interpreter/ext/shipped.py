@@ -7,25 +7,28 @@ tests/test_extensions.py checks that the core works with this module gone.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from ..grammar import ast
+from ..grammar import ast, records
 from ..grammar.errors import TemplateSyntaxError
 from ..evaluation.loops import LoopSignal
 from ..evaluation.scope import Scope
 from .api import Extension, extension_grammar, span
 from ..evaluation.tracking import END, START, tracking
 
+# The node classes below are records (grammar/records.py), as the core's are: dataclasses to
+# the outside, but `@dataclass(frozen=True, slots=True)` cost about half a millisecond each at
+# every start (every chat environment imports this module). A user's extension is free to use
+# the decorator (tests/test_startup.py).
+records.MODULES.add(__name__)
+
 # ---------------------------------------------------------------------------- loopcontrols
 
 
-@dataclass(frozen=True, slots=True)
 class Break(ast.Stmt):
     """`{% break %}`."""
 
 
-@dataclass(frozen=True, slots=True)
 class Continue(ast.Stmt):
     """`{% continue %}`."""
 
@@ -84,7 +87,6 @@ LOOPCONTROLS = Extension(
 
 # ---------------------------------------------------------------------------- do
 
-@dataclass(frozen=True, slots=True)
 class Do(ast.Stmt):
     """`{% do expression %}`: evaluate, print nothing."""
     expr: ast.Expr
@@ -102,7 +104,6 @@ DO = Extension(
 
 # ---------------------------------------------------------------------------- generation
 
-@dataclass(frozen=True, slots=True)
 class Generation(ast.Stmt):
     """`{% generation %}body{% endgeneration %}`: renders its body unchanged."""
     body: tuple
