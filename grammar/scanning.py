@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterator, Mapping, Optional
 
+from . import regexcode
 from .tokens import Token
 
 
@@ -59,14 +60,30 @@ class Scanner:
 
 def _compile(terminals: list) -> list:
     """Lark's way: one expression over all the terminals, split where `re` refuses that many
-    groups (older Pythons allowed 100)."""
+    groups (older Pythons allowed 100). Whole, it may come compiled with the tables
+    (grammar/regexcode.py)."""
     size = len(terminals)
+    whole = True
     while True:
         try:
-            return [re.compile("|".join(f"(?P<{n}>{r})" for n, r in terminals[i:i + size]))
+            compile_ = regexcode.compiled if whole else re.compile
+            return [compile_(alternation(terminals[i:i + size]))
                     for i in range(0, len(terminals), size)]
         except AssertionError:
             size //= 2
+            whole = False
+
+
+def alternation(terminals: list) -> str:
+    """The pattern of one scanner over `(name, regexp)` terminals, in order."""
+    return "|".join(f"(?P<{n}>{r})" for n, r in terminals)
+
+
+def group_patterns(tables: Mapping[str, Any]) -> list[str]:
+    """The patterns of the scanners that the lexer's state groups use (every parse meets them)."""
+    regexps, scanners = tables["regexps"], tables["scanners"]
+    groups = sorted({group for group, _, _ in tables["lexer_states"].values()})
+    return [alternation([(n, regexps[n]) for n in scanners[group][0]]) for group in groups]
 
 
 class GroupedLexer:

@@ -26,6 +26,8 @@ import os
 import zlib
 from typing import Any, Optional
 
+from . import regexcode
+
 FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tables")
 SUFFIX = ".lark.z"
 PLAIN_SUFFIX = ".plain"  # the one-pass parse's tables (grammar/larktables.py), read without Lark
@@ -109,6 +111,7 @@ def load_plain(grammar: str, options: dict) -> Optional[dict]:
         return None
     if type(saved) is not dict or saved.get("key") != key:  # another grammar, by a rare chance
         return None
+    regexcode.remember(saved.get("regex"))
     _loaded[key] = saved["tables"]
     return saved["tables"]
 
@@ -117,11 +120,20 @@ _loaded: dict[str, dict] = {}  # key -> the tables read (the default grammars': 
 
 
 def save_plain(tables: dict, grammar: str, options: dict, folder: str = FOLDER) -> str:
+    """Write the plain tables of `grammar`, with the code of the lexer's two large patterns for
+    the Python running this (grammar/regexcode.py: other Pythons compile them)."""
     import marshal
+
+    from .scanning import group_patterns
     key = plain_key(grammar, options)
     path = plain_path(key, folder)
+    saved = {"key": key, "tables": tables}
+    if "scanners" in tables:  # the lexer's large patterns, compiled for this Python (regexcode.py)
+        code = {pattern: regexcode.code_of(pattern) for pattern in group_patterns(tables)}
+        saved["regex"] = {"engine": regexcode.engine(),
+                          "code": {p: c for p, c in code.items() if c is not None}}
     with open(path, "wb") as f:
-        f.write(marshal.dumps({"key": key, "tables": tables}))
+        f.write(marshal.dumps(saved))
     return path
 
 

@@ -206,6 +206,43 @@ def test_the_shipped_tables_are_those_of_the_current_default_grammars():
         assert shipped == plain_tables(parser.lark, frozenset(parser.lark_options["lexer_callbacks"]))
 
 
+def test_the_lexers_large_patterns_are_shipped_compiled_and_equal_to_what_re_compiles():
+    """The stored engine code (grammar/regexcode.py) gives patterns equal to re.compile's (text,
+    flags, code), for the engine that made the shipped tables; the lexer's scanners use it."""
+    import marshal
+    import re
+
+    from jinjamark.grammar import regexcode, tables
+    from jinjamark.grammar.scanning import group_patterns
+    for env in (jinjamark.Environment(), jinjamark.chat_environment()):
+        parser = env._parser
+        key = tables.plain_key(parser.grammar, parser.lark_options)
+        with open(tables.plain_path(key), "rb") as f:
+            saved = marshal.load(f)
+        patterns = group_patterns(parser.tables)
+        assert sorted(saved["regex"]["code"]) == sorted(patterns)
+        made = saved["regex"]["engine"]
+        assert made is not None  # made by CPython (regenerating on another Python moves it)
+        if made == regexcode.engine():  # the running engine made them: they are used
+            for pattern in patterns:
+                assert regexcode._made(pattern, saved["regex"]["code"][pattern]) == re.compile(pattern)
+            group = parser._one_pass.grouped.by_state[parser.tables["start"]][0]
+            assert group.built().alternatives == (re.compile(group_patterns(parser.tables)[0]),)
+
+
+def test_stored_regex_code_the_engine_refuses_falls_back_to_re_compile():
+    import re
+
+    from jinjamark.grammar import regexcode
+    pattern = "(?P<A>a+)|(?P<B>b)"
+    regexcode.STORED[pattern] = (0, (1, 2, 3), 1, {"A": 1, "B": 2}, (None, "A", "B"))
+    assert regexcode.compiled(pattern) == re.compile(pattern)
+    assert pattern not in regexcode.STORED
+    assert regexcode.remember({"engine": ("other",), "code": {pattern: ()}}) is None
+    assert pattern not in regexcode.STORED  # another engine's code is not kept
+    assert regexcode.code_of(pattern) is not None or regexcode.engine() is None
+
+
 def test_a_grammar_of_its_own_is_built_not_loaded_from_the_shipped_tables():
     from jinjamark.grammar import tables
     parser = jinjamark.Environment(extensions=["do"])._parser
