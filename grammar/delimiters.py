@@ -10,9 +10,11 @@ block); every opener regex here carries lookaheads that refuse the position to t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from functools import cached_property
 from typing import Iterator, Optional
+
+from . import records
 
 # Jinja2's names for the openers: ties of length are broken by these, in reverse order.
 VARIABLE, LINE_STATEMENT, LINE_COMMENT, COMMENT, BLOCK = (
@@ -21,8 +23,10 @@ LINE_START = r"(?<![^\n\r])"  # start of the text or after a line break (Jinja2 
 _REGEX_SPECIAL = set("\\.^$*+?{}[]|()/")
 
 
-@dataclass(frozen=True)
-class Delimiters:
+records.MODULES.add(__name__)  # Delimiters is a record (grammar/records.py): cheaper to define
+
+
+class Delimiters(records.Record):
     """Jinja2's delimiter options, with its defaults. Invalid settings raise ValueError/TypeError."""
     block_start_string: str = "{%"
     block_end_string: str = "%}"

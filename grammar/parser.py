@@ -16,10 +16,10 @@ import os
 import re
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
-from . import ast, tables
+from . import ast, records, tables
 from ._lark_import import import_lark
 from .delimiters import DEFAULT, Delimiters
 from .errors import TemplateError, TemplateSyntaxError, TemplateTooLarge, position
@@ -37,8 +37,10 @@ if TYPE_CHECKING:
 DEFAULT_MAX_DEPTH = 200
 
 
-@dataclass(frozen=True)
-class Syntax:
+records.MODULES.add(__name__)  # Syntax is a record (grammar/records.py): cheaper to define
+
+
+class Syntax(records.Record):
     """The grammar side of an extension: a Lark fragment and builders for its rules.
 
     The fragment adds statements with `%extend _statement: my_stmt` and defines its own

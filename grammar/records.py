@@ -2,7 +2,9 @@
 
 A class made by `Record` lists its fields as annotations, in the dataclass style; this module
 turns them into `__slots__`, an `__init__` taking the fields in order (the bases' first),
-`__eq__`, `__hash__` and `__repr__` over them, `__match_args__`, and the dataclass field table,
+`__eq__`, `__hash__` and `__repr__` over them, `__match_args__`, and the dataclass field table
+(defaults may be `dataclasses.field(default_factory=...)`; `__post_init__` is called; a class
+with a `functools.cached_property` gets a `__dict__` for it),
 so that `dataclasses.fields`, `is_dataclass` and `replace` work and a subclass may itself be a
 `@dataclass(frozen=True, slots=True)`. It does in one small step what `@dataclass` does in
 many (why: grammar/ast.py). Assignment to a field is not refused, for creation speed: nothing
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from operator import attrgetter
 from typing import Any
 
@@ -29,8 +32,13 @@ _NO_DEFAULT = dataclasses.MISSING
 
 
 def _field(name: str, annotation: Any, default: Any) -> dataclasses.Field:
+    """The field table's entry; `default` may be a `dataclasses.field(default_factory=...)`."""
     made = copy.copy(_FIELD)
-    made.name, made.type, made.default = name, annotation, default
+    made.name, made.type = name, annotation
+    if isinstance(default, dataclasses.Field):
+        made.default, made.default_factory = default.default, default.default_factory
+    else:
+        made.default = default
     return made
 
 
@@ -70,6 +78,8 @@ class _RecordType(type):
         annotations = namespace.get("__annotations__", {})
         defaults = {field: namespace.pop(field) for field in annotations if field in namespace}
         namespace["__slots__"] = tuple(PACKED[f].slot if f in PACKED else f for f in annotations)
+        if any(isinstance(value, functools.cached_property) for value in namespace.values()):
+            namespace["__slots__"] += ("__dict__",)  # where a cached property keeps its value
         for field in annotations:
             if field in PACKED:
                 namespace[field] = PACKED[field].attribute()
@@ -102,18 +112,25 @@ def _make_init(cls: type, fields: dict) -> Any:
     generic loop over the fields would make every node's creation several times slower."""
     if not fields:
         return object.__init__
-    params, body, scope = [], [], {}
+    params, body, scope = [], [], {"_made": _NO_DEFAULT}
     for name, field in fields.items():
-        if field.default is _NO_DEFAULT:
+        value = name
+        if field.default_factory is not _NO_DEFAULT:  # a new value per record, as dataclasses do
+            scope[f"_factory_{name}"] = field.default_factory
+            params.append(f"{name}=_made")
+            value = f"_factory_{name}() if {name} is _made else {name}"
+        elif field.default is _NO_DEFAULT:
             params.append(name)
         else:
             scope[f"_default_{name}"] = field.default
             params.append(f"{name}=_default_{name}")
         if name in PACKED:  # straight into its slot: no property call per node
             scope[f"_pack_{name}"] = PACKED[name].pack
-            body.append(f"    self.{PACKED[name].slot} = _pack_{name}({name})")
+            body.append(f"    self.{PACKED[name].slot} = _pack_{name}({value})")
         else:
-            body.append(f"    self.{name} = {name}")
+            body.append(f"    self.{name} = {value}")
+    if hasattr(cls, "__post_init__"):
+        body.append("    self.__post_init__()")
     source = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body) + "\n"
     exec(compile(source, f"<record {cls.__qualname__}>", "exec"), scope)  # noqa: S102
     init = scope["__init__"]

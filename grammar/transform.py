@@ -18,7 +18,8 @@ from .whitespace import Options, normalize_newlines, trim
 
 CONSTANT_NAMES = {"true": True, "True": True, "false": False, "False": False,
                   "none": None, "None": None}
-RAW_PARTS = re.compile(r"\{%[-+]?\s*raw\s*-?%\}(.*?)\{%[-+]?\s*endraw\s*[-+]?%\}", re.S)
+# A pattern, compiled by `re` when a template first has a raw block (not at every start)
+RAW_PARTS = r"(?s)\{%[-+]?\s*raw\s*-?%\}(.*?)\{%[-+]?\s*endraw\s*[-+]?%\}"
 
 
 def _check_keyword_ends(source: str, start: int, keyword: str) -> None:
@@ -108,7 +109,7 @@ class AstBuilder:
         elif tok.type == "TEXT":
             text = trim(self.source, tok.start_pos, tok.end_pos, self.options)
         elif tok.type == "RAW":
-            m = RAW_PARTS.match(tok)
+            m = re.match(RAW_PARTS, tok)
             start = tok.start_pos + m.start(1)
             text = trim(self.source, start, start + len(m.group(1)), self.options, after_raw_open=True)
         else:

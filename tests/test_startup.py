@@ -177,6 +177,29 @@ def test_ast_nodes_have_slots_and_survive_pickle_and_deepcopy():
     assert copy.deepcopy(node) == node
 
 
+def test_extension_syntax_and_delimiters_are_records_that_keep_their_dataclass_behaviour():
+    """Extension, Syntax and Delimiters are records (cheaper to define than dataclasses): a new
+    dict per default factory, __post_init__'s checks, cached properties, the field tables,
+    equality, hashing, replace and pickling as before."""
+    from jinjamark.ext.api import Extension
+    from jinjamark.grammar.delimiters import DEFAULT, Delimiters
+    from jinjamark.grammar.parser import Syntax
+    one, two = Extension(name="x"), Extension(name="x")
+    assert one == two and one.filters == {} and one.filters is not two.filters
+    assert [f.name for f in dataclasses.fields(Extension)][:3] == ["name", "grammar", "rules"]
+    assert dataclasses.replace(one, grammar="").name == "x" and one.syntax is None
+    assert Syntax("s", "g").rules == {} and Syntax("s", "g").rules is not Syntax("s", "g").rules
+    assert Delimiters() == DEFAULT and hash(Delimiters()) == hash(DEFAULT) and DEFAULT.is_default
+    with pytest.raises(ValueError, match="must be different"):
+        Delimiters(block_start_string="{{")
+    with pytest.raises(ValueError, match="must be different"):
+        dataclasses.replace(DEFAULT, comment_start_string="{%")
+    angle = Delimiters(block_start_string="<%", block_end_string="%>")
+    assert angle.openers == Delimiters(block_start_string="<%", block_end_string="%>").openers
+    assert pickle.loads(pickle.dumps(angle)) == angle and not angle.is_default
+    assert repr(DEFAULT).startswith("Delimiters(block_start_string='{%', ")
+
+
 def test_an_extension_node_may_be_a_frozen_slotted_dataclass_of_its_own():
     @dataclasses.dataclass(frozen=True, slots=True)
     class Shout(ast.Stmt):

@@ -13,10 +13,10 @@ extension set, cached) and checks that every rule has a builder.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Mapping, Optional
 
-from ..grammar import ast
+from ..grammar import ast, records
 from ..grammar.compose import ExtensionError, compose
 from ..grammar.errors import TemplateError, TemplateSyntaxError
 from ..grammar.parser import Parser, Syntax, extension_grammar
@@ -26,8 +26,10 @@ Builder = Callable[[Any, list], Any]  # (meta, children) -> AST node or plain da
 Handler = Callable[[Any, ast.Node, Any], Any]  # (evaluator, node, scope) -> value or None
 
 
-@dataclass(frozen=True)
-class Extension:
+records.MODULES.add(__name__)  # Extension is a record (grammar/records.py): cheaper to define
+
+
+class Extension(records.Record):
     """Optional syntax and behaviour, enabled per environment.
 
     name:      how users ask for it (`Environment(extensions=["do"])`); `aliases` adds more
