@@ -216,16 +216,17 @@ def check_flat_cleaning(conversation):
 @given(st.lists(st.fixed_dictionaries({"role": roles, "content": texts}, optional={"name": texts}),
                 min_size=1, max_size=4))
 def test_a_flat_conversation_is_marked_as_the_walk_marks_it(conversation):
-    walked = normalize.template_messages(conversation, normalize.marked)
+    walked = normalize.template_messages(normalize.normalize_messages(conversation), normalize.marked,
+                                         shortcut=False)  # the walk, message by message
     flat = normalize.flat_messages(conversation, True)
-    if any(v == "" for m in conversation for v in m.values()):
-        assert flat is None  # an empty string stays plain in the walk: the walk does it
-        return
     assert flat == walked
     for got, want in zip(flat, walked):
         assert [(type(k), type(v)) for k, v in got.items()] == [(type(k), type(v)) for k, v in want.items()]
-        assert type(got["role"]) is (str if got["role"] in normalize.TRUSTED_ROLES else jinjamark.marks.Input)
-        assert isinstance(got["content"], Marked) and all(isinstance(k, Marked) for k in got)
+        role = got["role"]
+        assert type(role) is (str if role in normalize.TRUSTED_ROLES or not role else jinjamark.marks.Input)
+        assert all(isinstance(k, Marked) for k in got)
+        # an empty string stays plain, as in the walk (it holds no character to mark)
+        assert isinstance(got["content"], Marked) if got["content"] else type(got["content"]) is str
 
 
 @pytest.mark.parametrize("message", [

@@ -327,8 +327,8 @@ def flat_messages(conversation: Any, marks: bool,
     Flat: a list of plain dicts with str keys, no reasoning alias among them, and values that are
     exact str, int, float or bool (not None: that key would be dropped). transformers' cleaning
     gives such a conversation back equal to itself, so without `marks` it is returned as it is
-    (shared: a template cannot change its data). With `marks`, flat needs every value a non-empty
-    str (what `marked` makes an Input); the result is a new list of new dicts."""
+    (shared: a template cannot change its data). With `marks`, flat needs every value a str
+    (marked as `marked` marks it); the result is a new list of new dicts."""
     if marks:
         done = marked_flat_prefix(conversation, trusted_roles)
         return done if type(conversation) is list and len(done) == len(conversation) else None
@@ -356,8 +356,8 @@ def _flat_message(message: Any) -> bool:
 
 def marked_flat_prefix(conversation: Any, trusted_roles: frozenset = TRUSTED_ROLES) -> list[dict]:
     """`template_messages(..., marked)` of the conversation's longest flat prefix (empty when the
-    conversation is no list): messages whose keys are str (no reasoning alias) and values
-    non-empty str, each a new dict of Inputs (a trusted role plain). The checks run as it marks:
+    conversation is no list): messages whose keys are str (no reasoning alias) and values str,
+    each a new dict of Inputs (a trusted role and empty text plain). The checks run as it marks:
     cheaper than a scan first, and the work is kept when a later message is not flat."""
     out: list[dict] = []
     if type(conversation) is not list:
@@ -372,14 +372,15 @@ def marked_flat_prefix(conversation: Any, trusted_roles: frozenset = TRUSTED_ROL
             role = None  # marked as any other value
         m = {}
         for k, v in message.items():
-            if type(v) is not str or not v:
+            if type(v) is not str:
                 return out
             key = names.get(k)
             if key is None:
                 if type(k) is not str or k in REASONING_FIELDS:
                     return out
                 key = names[k] = _mark_str(k)
-            m[key] = v if v is role and k == "role" else Input(v)  # a trusted role: no Input made
+            # a trusted role, and empty text (nothing to mark, as `marked` leaves it), stay plain
+            m[key] = Input(v) if v and (v is not role or k != "role") else v
         add(m)
     return out
 

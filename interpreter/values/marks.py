@@ -333,10 +333,27 @@ _end = itemgetter(1)
 
 def sub(s: str, start: int, stop: int) -> str:
     """`s[start:stop]` for 0 <= start <= stop <= len(s), keeping marks."""
+    kind = type(s)
+    if kind is Mixed and start == 0 and stop == len(s):  # all of it (`|trim` found nothing)
+        return s
     text = str.__getitem__(s, slice(start, stop))
-    if type(s) is Input:  # every character input: so is any piece
+    if kind is Input:  # every character input: so is any piece
         return Input(text) if text else ""
-    return make(text, clip(s.spans, start, stop)) if isinstance(s, Marked) else text
+    if not isinstance(s, Marked):
+        return text
+    spans = s.spans
+    if len(spans) == 1:  # one input run (`'<think>' ~ content`): no search
+        a, b = spans[0]
+        a = a - start if a > start else 0
+        b = (b if b < stop else stop) - start
+        if a >= b:
+            return text
+        if a == 0 and b == len(text):
+            return Input(text)
+        m = Mixed(text)
+        m.spans = ((a, b),)
+        return m
+    return make(text, clip(spans, start, stop))
 
 
 def concat(pieces: Iterable[str]) -> str:
@@ -393,24 +410,43 @@ _PLAIN_STR = frozenset((str,))
 
 
 def concat2(a: str, b: str) -> str:
-    """`a + b` for two strings, the common case of `concat`."""
-    ta, tb = isinstance(a, Marked), isinstance(b, Marked)
-    if not (ta or tb):
+    """`a + b` for two strings, the common case of `concat`. The commonest shapes of chat
+    templates (`message.content + '<|im_end|>'`, `'<|im_start|>' + message.content`) are told
+    apart by exact type first: this runs for every such `+` of every render_parts."""
+    ta, tb = type(a), type(b)
+    if ta is Input and tb is str:  # `message.content + '<|im_end|>'`
+        if not b:
+            return a
+        if not a:
+            return b
+        m = Mixed(str.__add__(a, b))
+        m.spans = ((0, len(a)),)
+        return m
+    if ta is str and tb is Input:  # `'<|im_start|>' + message.content`
+        if not a:
+            return b
+        if not b:
+            return a
+        m = Mixed(str.__add__(a, b))
+        m.spans = ((len(a), len(m)),)
+        return m
+    ma, mb = isinstance(a, Marked), isinstance(b, Marked)
+    if not (ma or mb):
         return str.__add__(a, b)
     text = str.__add__(a, b)
     n = len(a)
-    if type(a) is Input:
-        if type(b) is Input:
+    if ta is Input:
+        if tb is Input:
             return Input(text)
-        if not tb:  # `message.content + '<|im_end|>'`
+        if not mb:  # a str subclass (Markup)
             if n and b:
                 return _input_then_plain(text, n)
             return Input(text) if n else text
-    if not ta:
-        if type(b) is Input:  # `'<|im_start|>' + message.content`
+    if not ma:
+        if tb is Input:
             return make(text, ((n, len(text)),)) if b else text
         return make(text, tuple((x + n, y + n) for x, y in b.spans))
-    if not tb:
+    if not mb:
         return make(text, a.spans)
     first, second = a.spans, b.spans
     if not first or not second:  # an empty Input
