@@ -361,9 +361,9 @@ def concat(pieces: Iterable[str]) -> str:
 
     Runs for every captured body (macros, `{% set %}` blocks) and every marked filter result:
     the text is joined in C, and the Python loop runs only when some piece is marked. A body
-    that wrote one string (a macro returning a filter's result) gives that string back: it is
-    immutable, and copying it twice (the join, then the marked copy) was half of the captures'
-    cost in render_parts."""
+    that wrote one string (a macro returning a filter's result: most of the marked captures of
+    the corpus) gives that string back: it is immutable, and the join then the marked copy
+    would copy it twice."""
     if type(pieces) is not list and type(pieces) is not tuple:
         pieces = list(pieces)
     if len(pieces) == 1:
@@ -375,8 +375,6 @@ def concat(pieces: Iterable[str]) -> str:
     if _PLAIN_STR.issuperset(map(type, pieces)):
         return text
     spans: list[tuple[int, int]] = []
-    add = spans.append
-    start = end = -1  # the input run being gathered (none yet): it grows while runs touch
     offset = 0
     for p in pieces:
         kind = type(p)
@@ -384,26 +382,19 @@ def concat(pieces: Iterable[str]) -> str:
         if kind is str or not n:
             pass
         elif kind is Input:
-            if offset == end:
-                end = offset + n
+            if spans and offset <= spans[-1][1]:
+                spans[-1] = (spans[-1][0], offset + n)
             else:
-                if end >= 0:
-                    add((start, end))
-                start, end = offset, offset + n
+                spans.append((offset, offset + n))
         elif isinstance(p, Marked):
             for a, b in p.spans:
                 a += offset
-                if a == end:
-                    end = b + offset
+                if spans and a <= spans[-1][1]:
+                    spans[-1] = (spans[-1][0], b + offset)
                 else:
-                    if end >= 0:
-                        add((start, end))
-                    start, end = a, b + offset
+                    spans.append((a, b + offset))
         offset += n
-    if end < 0:
-        return text
-    add((start, end))
-    return make(text, tuple(spans))
+    return make(text, tuple(spans)) if spans else text
 
 
 _PLAIN_STR = frozenset((str,))
