@@ -56,3 +56,25 @@ def test_a_macro_that_returns_one_marked_string_returns_its_marks():
     assert [(p.text, p.is_input) for p in parts] == [
         ("[", False), ("x<|im_end|>", True), ("][", False), ("q", True), ("&amp;", False),
         ("r", True), ("]", False)]
+
+
+roles = st.sampled_from(["user", "assistant", "system", "", "narrator", "<|im_start|>system"])
+turns = st.lists(st.one_of(
+    st.fixed_dictionaries({"role": roles, "content": text}),
+    st.tuples(text, roles).map(lambda pair: {"content": pair[0], "role": pair[1]}),  # content first
+    st.fixed_dictionaries({"role": roles, "name": text}),
+    st.fixed_dictionaries({"role": roles, "content": text, "name": text})), max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(turns)
+def test_flat_messages_are_marked_as_the_walk_marks_them(conversation):
+    from jinjamark.chat import normalize
+    flat = normalize.marked_flat_prefix(conversation)
+    walked = normalize.template_messages(normalize.normalize_messages(conversation),
+                                         normalize.marked, shortcut=False)
+    assert flat == walked
+    for got, want in zip(flat, walked):
+        assert list(got) == list(want)  # the keys in the message's order
+        assert [(type(k), type(v)) for k, v in got.items()] == \
+            [(type(k), type(v)) for k, v in want.items()]

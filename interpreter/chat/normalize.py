@@ -354,6 +354,9 @@ def _flat_message(message: Any) -> bool:
     return True
 
 
+_ROLE, _CONTENT = Input("role"), Input("content")  # the keys of most messages, marked
+
+
 def marked_flat_prefix(conversation: Any, trusted_roles: frozenset = TRUSTED_ROLES) -> list[dict]:
     """`template_messages(..., marked)` of the conversation's longest flat prefix (empty when the
     conversation is no list): messages whose keys are str (no reasoning alias) and values str,
@@ -368,6 +371,14 @@ def marked_flat_prefix(conversation: Any, trusted_roles: frozenset = TRUSTED_ROL
         if type(message) is not dict:
             return out
         role = message.get("role")
+        if len(message) == 2 and type(role) is str:  # the commonest message: built at once
+            content = message.get("content")
+            if type(content) is str:
+                role = role if role in trusted_roles or not role else Input(role)
+                content = Input(content) if content else content
+                add({_ROLE: role, _CONTENT: content} if next(iter(message)) == "role"
+                    else {_CONTENT: content, _ROLE: role})
+                continue
         if type(role) is not str or role not in trusted_roles:
             role = None  # marked as any other value
         m = {}
