@@ -22,14 +22,16 @@ delimiters need is appended at the end:
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 from . import records
 from .delimiters import (BLOCK, COMMENT, LINE_COMMENT, LINE_STATEMENT, VARIABLE, Delimiters,
                          escape, only_brackets)
 
 # A tag opener in the core's style: `_IF: /\{%[-+]?\s*if(?!\w)/`.
-OPENER = re.compile(r"^[ \t]*(_[A-Z][A-Z0-9_]*)[ \t]*:[ \t]*/\\\{%\[-\+\]\?\\s\*(\w+)\(\?!\\w\)/[ \t]*$")
-TERMINAL_LINE = re.compile(r"^[ \t]*_?[A-Z][A-Z0-9_]*(?:\.-?\d+)?[ \t]*:")
+# (patterns `re` compiles when first used: the default delimiters need neither at start)
+OPENER = r"^[ \t]*(_[A-Z][A-Z0-9_]*)[ \t]*:[ \t]*/\\\{%\[-\+\]\?\\s\*(\w+)\(\?!\\w\)/[ \t]*$"
+TERMINAL_LINE = r"^[ \t]*_?[A-Z][A-Z0-9_]*(?:\.-?\d+)?[ \t]*:"
 PRIORITY = 3
 LINE_SUFFIX = "__LINE"
 
@@ -40,16 +42,16 @@ records.MODULES.add(__name__)  # Generated is a record (grammar/records.py): che
 class Generated(records.Record):
     """A grammar's text and what the parser needs to know about it."""
     text: str
-    tags: dict[str, str]                                     # opener terminal -> tag keyword
+    tags: Optional[dict[str, str]]                           # opener terminal -> tag keyword
+    # (None for the default delimiters: Parser.tags reads them from the text when first asked)
     line_openers: frozenset[str] = frozenset()               # the `_X__LINE` terminals
 
 
 def grammar_text(core: str, fragments: list[str], delimiters: Delimiters) -> Generated:
     """The composed grammar: the core plus fragments, for these delimiters."""
-    tags = {m.group(1): m.group(2) for text in [core] + fragments
-            for m in map(OPENER.match, text.splitlines()) if m}
-    if delimiters.is_default:
-        return Generated("\n".join([core] + fragments), tags)
+    if delimiters.is_default:  # the tags are read when an error message first asks (opener_tags)
+        return Generated("\n".join([core] + fragments), None)
+    tags = opener_tags("\n".join([core] + fragments))
     # Rules first: the generated definitions below name `_BC` itself, not `_bc`.
     body = _rewrite_rules("\n".join([core] + fragments), tags, delimiters)
     body = _rewrite_openers(_core_terminals(body, delimiters), delimiters)
@@ -118,6 +120,15 @@ def _block_closer(d: Delimiters) -> str:
     return rf"_BC.{PRIORITY}: /-{be}\s*|\+?{be}/"
 
 
+def opener_tags(grammar: str) -> dict[str, str]:
+    """Opener terminal -> tag keyword, for the openers in the core's style in `grammar`."""
+    return {m.group(1): m.group(2) for m in map(_opener_match, grammar.splitlines()) if m}
+
+
+def _opener_match(line: str) -> Optional[re.Match]:
+    return re.match(OPENER, line)
+
+
 def _rewrite_openers(text: str, d: Delimiters) -> str:
     """Tag openers in the core's style, with the block start string (and priority)."""
     def opener(m: re.Match) -> str:
@@ -126,8 +137,8 @@ def _rewrite_openers(text: str, d: Delimiters) -> str:
     return "\n".join(_sub_match(OPENER, line, opener) for line in text.splitlines())
 
 
-def _sub_match(pattern: re.Pattern, line: str, replace) -> str:
-    m = pattern.match(line)
+def _sub_match(pattern: str, line: str, replace) -> str:
+    m = re.match(pattern, line)
     return replace(m) if m else line
 
 
@@ -140,7 +151,7 @@ def _rewrite_rules(text: str, tags: dict[str, str], d: Delimiters) -> str:
     def rename(m: re.Match) -> str:
         return "_bc" if m.group(1) == "_BC" else "_tag" + m.group(1).lower()
     lines = text.splitlines()
-    return "\n".join(line if TERMINAL_LINE.match(line) else word.sub(rename, line) for line in lines)
+    return "\n".join(line if re.match(TERMINAL_LINE, line) else word.sub(rename, line) for line in lines)
 
 
 def _closers(d: Delimiters) -> list[str]:
@@ -174,4 +185,4 @@ def _line_syntax(tags: dict[str, str], d: Delimiters) -> list[str]:
     return lines
 
 
-__all__ = ["Generated", "grammar_text", "OPENER", "LINE_SUFFIX"]
+__all__ = ["Generated", "grammar_text", "opener_tags", "OPENER", "LINE_SUFFIX"]

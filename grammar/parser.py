@@ -23,7 +23,7 @@ from . import ast, records, tables
 from ._lark_import import import_lark
 from .delimiters import DEFAULT, Delimiters
 from .errors import TemplateError, TemplateSyntaxError, TemplateTooLarge, position
-from .generate import grammar_text
+from .generate import grammar_text, opener_tags
 from .whitespace import Options
 
 if TYPE_CHECKING:
@@ -149,9 +149,17 @@ class Parser:
             self.lark  # built here: a grammar that does not build fails now  # noqa: B018
         self.tables = shipped if shipped is not None else _plain_tables(self._lark, callbacks)
         self._one_pass = _one_pass(self.tables, self.builder, callbacks, self._lark)
-        self.tags = generated.tags
+        self._tags = generated.tags
         self._custom = None if delimiters.is_default else delimiters
         self._name: Optional[re.Pattern] = None
+
+    @property
+    def tags(self) -> dict[str, str]:
+        """Opener terminal -> tag keyword (error messages name tags by them): read from the
+        grammar when first asked, for the default delimiters (grammar/generate.py)."""
+        if self._tags is None:
+            self._tags = opener_tags(self.grammar)
+        return self._tags
 
     @property
     def lark(self) -> Lark:

@@ -84,6 +84,9 @@ class AstBuilder:
         self.options = options
         self.delimiters = delimiters  # None: the defaults, read from the source around each text
         self._bare_tests: set[int] = set()  # ids of `x is name` tests with no arguments at all
+        # one object per distinct string literal (`'role'`, `'content'` come back many times):
+        # a compiled template keeps a copy of each otherwise
+        self._strings: dict[str, str] = {}
 
     # ------------------------------------------------------------------ structure
     def start(self, meta, children):
@@ -419,6 +422,8 @@ class AstBuilder:
                     raise TemplateSyntaxError("invalid syntax for function call expression",
                                               lineno=meta.line, column=meta.column)
                 dstar = value
+        if not children:  # `f()`: the one shared empty list (a record no one changes)
+            return ast.NO_ARGUMENTS
         return ast.Arguments(tuple(args), tuple(kwargs), star, dstar)
 
     def arg_positional(self, meta, children):
@@ -440,8 +445,8 @@ class AstBuilder:
         return ast.Name(meta_span(meta), name)
 
     def string(self, meta, children):
-        return ast.Const(meta_span(meta), "".join(decode_string(t, self.options.newline_sequence)
-                                                       for t in children))
+        text = "".join(decode_string(t, self.options.newline_sequence) for t in children)
+        return ast.Const(meta_span(meta), self._strings.setdefault(text, text))
 
     def integer(self, meta, children):
         return ast.Const(meta_span(meta), decode_int(children[0]))

@@ -238,6 +238,7 @@ class Environment(SandboxHooks, TemplateLoading):
 
 
 _BUILTIN_TESTS = frozenset(_TESTS.values())
+_NONE: frozenset = frozenset()  # shared by the templates with no ids to keep
 
 
 def _names_read(tree: ast.Template, opaque: frozenset) -> Optional[frozenset[str]]:
@@ -279,14 +280,17 @@ class Template:
         template.name = name
         template.filename = None
         template.uptodate = None  # from the loader: whether the source is still what it was
+        template.composes = composes(tree)
         try:  # which frame owns which name, and the blocks, found once, as Jinja2's compiler does
             template.blocks, toplevel, guarded = analyse(tree)
-            template.memo = template_api.Memo(tree, {DECLARED: declarations(tree.body),
-                                        TOPLEVEL_BLOCKS: toplevel, GUARDED: guarded})
+            # a template that does not compose never extends: nothing of it is guarded (and the
+            # ids of its texts and outputs were a twentieth of what it keeps)
+            template.memo = template_api.Memo(tree, {
+                DECLARED: declarations(tree.body), TOPLEVEL_BLOCKS: toplevel or _NONE,
+                GUARDED: guarded if template.composes else _NONE})
         except TemplateError as e:  # what Jinja2 cannot compile
             e.locate(e.lineno or 1, e.column or 1, name, source)
             raise
-        template.composes = composes(tree)
         return template
 
     @functools.cached_property

@@ -215,6 +215,24 @@ def test_an_extension_node_may_be_a_frozen_slotted_dataclass_of_its_own():
 
 # ---------------------------------------------------------------------------- shipped tables
 
+def test_a_compiled_template_shares_what_is_equal_and_keeps_no_ids_it_cannot_use():
+    """What a compiled template keeps (benchmarks/memory.py measures it): one object per distinct
+    string literal, the one empty argument list for `f()`, no guarded ids where nothing extends."""
+    from jinjamark.evaluation.composition import GUARDED
+    env = jinjamark.chat_environment()
+    template = env.from_string("{% for m in messages %}{% if m['role'] == 'user' %}{{ m['role'] }}"
+                               "{{ f() }}{% endif %}{% endfor %}")
+    literals = [n.value for n in ast.walk(template.tree) if type(n) is ast.Const]
+    assert literals == ["role", "user", "role"] and literals[0] is literals[2]
+    call = next(n for n in ast.walk(template.tree) if type(n) is ast.Call)
+    assert call.arguments is ast.NO_ARGUMENTS
+    assert template.render(messages=[{"role": "user"}], f=lambda: "!") == "user!"
+    assert template.memo[GUARDED] == frozenset()
+    env.loader = jinjamark.DictLoader({"base": "[{% block b %}{% endblock %}]"})
+    child = env.from_string("{% extends 'base' %}dropped{% block b %}kept{% endblock %}")
+    assert len(child.memo[GUARDED]) == 1 and child.render() == "[kept]"
+
+
 def test_the_shipped_tables_are_those_of_the_current_default_grammars():
     from jinjamark.grammar import tables
     from jinjamark.grammar.larktables import plain_tables
