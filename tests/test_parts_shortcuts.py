@@ -78,3 +78,22 @@ def test_flat_messages_are_marked_as_the_walk_marks_them(conversation):
         assert list(got) == list(want)  # the keys in the message's order
         assert [(type(k), type(v)) for k, v in got.items()] == \
             [(type(k), type(v)) for k, v in want.items()]
+
+
+def test_text_accumulated_with_tilde_keeps_every_input_run():
+    # `ns.out = ns.out ~ ...` (Reka-Edge): the growing string's spans are taken over whole
+    from jinjamark.chat import ChatTemplate
+    source = ("{%- set ns = namespace(out='') -%}{%- for m in messages -%}"
+              "{%- set ns.out = ns.out ~ '<' ~ m.content ~ '>' -%}{%- endfor -%}{{ ns.out }}")
+    contents = [f"m{i}" if i % 3 else "" for i in range(60)]
+    parts = ChatTemplate(source).render_parts([{"role": "user", "content": c} for c in contents])
+    want = []
+    for c in contents:
+        want += [("<", False), (c, True), (">", False)] if c else [("<>", False)]
+    merged: list = []  # neighbours with the same flag are one part
+    for text, flag in want:
+        if merged and merged[-1][1] == flag:
+            merged[-1] = (merged[-1][0] + text, flag)
+        else:
+            merged.append((text, flag))
+    assert [(p.text, p.is_input) for p in parts] == merged

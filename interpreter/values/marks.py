@@ -387,12 +387,20 @@ def concat(pieces: Iterable[str]) -> str:
             else:
                 spans.append((offset, offset + n))
         elif isinstance(p, Marked):
-            for a, b in p.spans:
+            own = p.spans
+            if not own:
+                pass
+            elif not offset and not spans:  # `ns.out ~ text` on a growing string: its spans
+                spans.extend(own)           # as they are, no Python step per span (quadratic)
+            else:
+                a, b = own[0]
                 a += offset
-                if spans and a <= spans[-1][1]:
+                if spans and a <= spans[-1][1]:  # touches the run before it
                     spans[-1] = (spans[-1][0], b + offset)
                 else:
                     spans.append((a, b + offset))
+                if len(own) > 1:
+                    spans.extend([(a + offset, b + offset) for a, b in own[1:]])
         offset += n
     return make(text, tuple(spans)) if spans else text
 
