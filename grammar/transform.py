@@ -446,6 +446,11 @@ class AstBuilder:
 
     def string(self, meta, children):
         text = "".join(decode_string(t, self.options.newline_sequence) for t in children)
+        if text.isascii() and text.replace("_", "a").isalnum():
+            # CPython's compiler interns the string constants made of name characters only
+            # (`'role'`, `'user'`), so Jinja2's generated code shares them between templates:
+            # the same here, for the same strings
+            text = sys.intern(text)
         return ast.Const(meta_span(meta), self._strings.setdefault(text, text))
 
     def integer(self, meta, children):

@@ -224,6 +224,9 @@ def test_a_compiled_template_shares_what_is_equal_and_keeps_no_ids_it_cannot_use
                                "{{ f() }}{% endif %}{% endfor %}")
     literals = [n.value for n in ast.walk(template.tree) if type(n) is ast.Const]
     assert literals == ["role", "user", "role"] and literals[0] is literals[2]
+    assert literals[1] is sys.intern("".join(["us", "er"]))  # name characters: interned, as CPython's compiler does
+    spaced = env.from_string("{{ 'a b' ~ 'a b' }}").tree.body[0].expr.items
+    assert spaced[0].value is spaced[1].value and spaced[0].value is not sys.intern("a b")
     call = next(n for n in ast.walk(template.tree) if type(n) is ast.Call)
     assert call.arguments is ast.NO_ARGUMENTS
     assert template.render(messages=[{"role": "user"}], f=lambda: "!") == "user!"
