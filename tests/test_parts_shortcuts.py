@@ -97,3 +97,20 @@ def test_text_accumulated_with_tilde_keeps_every_input_run():
         else:
             merged.append((text, flag))
     assert [(p.text, p.is_input) for p in parts] == merged
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(
+    st.sampled_from(["", "a", "<|x|>"]),                          # template text, empty too
+    st.sampled_from(["", "b", "<|im_end|>"]).map(Input),          # input, empty too (a split's)
+    flagged,                                                       # partly input
+    st.sampled_from(["", "m"]).map(__import__("jinjamark").values.markup.Markup)),  # unmarked
+    max_size=10))
+def test_parts_of_pieces_follow_each_character_and_are_never_empty(pieces):
+    from jinjamark.evaluation.output import to_parts
+    got = to_parts(pieces)
+    assert "".join(p.text for p in got) == "".join(str.__str__(p) for p in pieces)
+    want = [f for p in pieces for f in (flags_of(p) if isinstance(p, marks.Marked) else [False] * len(p))]
+    assert [p.is_input for p in got for _ in p.text] == want
+    assert all(p.text and type(p.text) is str for p in got)
+    assert all(a.is_input != b.is_input for a, b in zip(got, got[1:]))

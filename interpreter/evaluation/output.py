@@ -18,26 +18,49 @@ def to_parts(pieces: Iterable[str]) -> list[Part]:
     """Split pieces by their marks and merge neighbours with the same flag.
 
     One pass, every branch inline: this runs once per `render_parts` over every piece written,
-    so it is kept to the cheapest Python operations."""
+    so it is kept to the cheapest Python operations. Exact text and input pieces (most of them)
+    are told apart first, by type; an empty piece never starts a part."""
     parts: list[Part] = []
+    add = parts.append
     run: list[str] = []  # the texts of the current part
     current = False      # whether the current part is input
     for piece in pieces:
         kind = type(piece)
-        if kind is Mixed or kind is SafeMixed:  # its template and input runs, in order
+        if kind is str:
+            if current:
+                if not piece:
+                    continue
+                t = _join(run)
+                add(_new(Part, (t, True)) if len(t) > _SHORT else _known_input(t) or _input_part(t))
+                run = [piece]
+                current = False
+            elif piece:
+                run.append(piece)
+        elif kind is Input:
+            if not current:
+                if not piece:
+                    continue
+                if run:
+                    t = _join(run)
+                    add(_known(t) or _template_part(t))
+                run = [piece]
+                current = True
+            else:
+                run.append(piece)
+        elif kind is Mixed or kind is SafeMixed:  # its template and input runs, in order
             text, pos = str.__str__(piece), 0
             for a, b in piece.spans:
                 if a > pos:
                     if current:
                         t = _join(run)
-                        parts.append(_new(Part, (t, True)) if len(t) > _SHORT
-                                     else _known_input(t) or _input_part(t))
+                        add(_new(Part, (t, True)) if len(t) > _SHORT
+                            else _known_input(t) or _input_part(t))
                         run, current = [], False
                     run.append(text[pos:a])
                 if not current:
                     if run:
                         t = _join(run)
-                        parts.append(_known(t) or _template_part(t))
+                        add(_known(t) or _template_part(t))
                         run = []
                     current = True
                 run.append(text[a:b])
@@ -45,30 +68,23 @@ def to_parts(pieces: Iterable[str]) -> list[Part]:
             if pos < len(text):
                 if current:
                     t = _join(run)
-                    parts.append(_new(Part, (t, True)) if len(t) > _SHORT
-                                 else _known_input(t) or _input_part(t))
+                    add(_new(Part, (t, True)) if len(t) > _SHORT else _known_input(t) or _input_part(t))
                     run, current = [], False
                 run.append(text[pos:])
-        elif piece:
-            if (kind is Input) is not current:  # str and unmarked subclasses (Markup): template
-                if run:
-                    if current:
-                        text = _join(run)
-                        parts.append(_new(Part, (text, True)) if len(text) > _SHORT
-                                     else _known_input(text) or _input_part(text))
-                    else:
-                        text = _join(run)
-                        parts.append(_known(text) or _template_part(text))
-                    run = []
-                current = not current
-            run.append(piece)
+        elif piece:  # other str subclasses (Markup, unmarked): template text; a marker is empty
+            if current:
+                t = _join(run)
+                add(_new(Part, (t, True)) if len(t) > _SHORT else _known_input(t) or _input_part(t))
+                run = [piece]
+                current = False
+            else:
+                run.append(piece)
     if run:
-        text = _join(run)
+        t = _join(run)
         if not current:
-            parts.append(_known(text) or _template_part(text))
+            add(_known(t) or _template_part(t))
         else:
-            parts.append(_new(Part, (text, True)) if len(text) > _SHORT
-                         else _known_input(text) or _input_part(text))
+            add(_new(Part, (t, True)) if len(t) > _SHORT else _known_input(t) or _input_part(t))
     return parts
 
 
