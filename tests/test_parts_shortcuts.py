@@ -114,3 +114,23 @@ def test_parts_of_pieces_follow_each_character_and_are_never_empty(pieces):
     assert [p.is_input for p in got for _ in p.text] == want
     assert all(p.text and type(p.text) is str for p in got)
     assert all(a.is_input != b.is_input for a, b in zip(got, got[1:]))
+
+
+split_text = st.lists(st.tuples(st.sampled_from("ab,\n "), st.booleans()), max_size=10).map(
+    lambda chars: from_flags("".join(c for c, _ in chars), [f for _, f in chars]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(split_text, st.sampled_from([("split", (",",)), ("split", (None,)), ("split", (",", 1)),
+                                    ("rsplit", (",", 1)), ("splitlines", ()),
+                                    ("splitlines", (True,))]))
+def test_pieces_of_a_split_keep_the_flags_of_where_they_sit(value, call):
+    name, args = call
+    got = getattr(value, name)(*args)
+    plain = str.__str__(value)
+    assert [str.__str__(p) for p in got] == getattr(plain, name)(*args)
+    flags, pos = flags_of(value), 0
+    for piece in got:
+        at = plain.find(str.__str__(piece), pos)
+        assert flags_of(piece) == flags[at:at + len(piece)]
+        pos = at + len(piece)

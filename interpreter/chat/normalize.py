@@ -354,7 +354,7 @@ def _flat_message(message: Any) -> bool:
     return True
 
 
-_ROLE, _CONTENT = Input("role"), Input("content")  # the keys of most messages, marked
+_ROLE, _CONTENT = _mark_str("role"), _mark_str("content")  # the keys of most messages, marked
 
 
 def marked_flat_prefix(conversation: Any, trusted_roles: frozenset = TRUSTED_ROLES) -> list[dict]:

@@ -523,39 +523,36 @@ def case_map(s: str, fn) -> str:
     return from_flags(whole, out_flags) if len(out_flags) == len(whole) else taint(whole, s)
 
 
-def _pieces_at(s: str, bounds: list[tuple[int, int]]) -> list[str]:
-    return [sub(s, a, b) for a, b in bounds]
-
-
 def split(s: str, sep=None, maxsplit=-1) -> list[str]:
     parts = str.split(s, sep, maxsplit)
     if not isinstance(s, Marked):
         return parts
-    return _pieces_at(s, _locate(s, parts))
+    return _marked_pieces(s, parts)
 
 
 def rsplit(s: str, sep=None, maxsplit=-1) -> list[str]:
     parts = str.rsplit(s, sep, maxsplit)
     if not isinstance(s, Marked):
         return parts
-    return _pieces_at(s, _locate(s, parts))
+    return _marked_pieces(s, parts)
 
 
 def splitlines(s: str, keepends=False) -> list[str]:
     parts = str.splitlines(s, keepends)
     if not isinstance(s, Marked):
         return parts
-    return _pieces_at(s, _locate(s, parts))
+    return _marked_pieces(s, parts)
 
 
-def _locate(s: str, parts: list[str]) -> list[tuple[int, int]]:
-    """Where each of the in-order substrings `parts` sits in `s`."""
-    bounds, pos, text = [], 0, str.__str__(s)
+def _marked_pieces(s: str, parts: list[str]) -> list[str]:
+    """The in-order substrings `parts` of marked `s` (what str.split gave), each with the marks
+    of where it sits in `s`: the pieces themselves, not cut from `s` a second time."""
+    out, pos, spans = [], 0, s.spans
     for p in parts:
-        i = text.find(p, pos)
-        bounds.append((i, i + len(p)))
-        pos = i + len(p)
-    return bounds
+        at = str.find(s, p, pos)
+        pos = at + len(p)
+        out.append(make(p, clip(spans, at, pos)))
+    return out
 
 
 def partition(s: str, sep: str, find) -> tuple:
