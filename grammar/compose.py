@@ -139,7 +139,8 @@ def definitions(grammar: str) -> list[str]:
 def terminal_patterns(grammar: str) -> dict[str, str]:
     """Terminal name -> its pattern as written. Two terminals with one literal pattern are a
     collision that Lark does not report (it compares regular expressions only)."""
-    return {m.group(1): m.group(2).strip() for m in re.finditer(DEFINITION, _without_comments(grammar))
+    found = re.finditer(DEFINITION, _without_comments(grammar))
+    return {m.group(1): m.group(2).strip() for m in found
             if not _is_rule(m.group(1))}
 
 

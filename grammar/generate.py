@@ -151,7 +151,8 @@ def _rewrite_rules(text: str, tags: dict[str, str], d: Delimiters) -> str:
     def rename(m: re.Match) -> str:
         return "_bc" if m.group(1) == "_BC" else "_tag" + m.group(1).lower()
     lines = text.splitlines()
-    return "\n".join(line if re.match(TERMINAL_LINE, line) else word.sub(rename, line) for line in lines)
+    return "\n".join(line if re.match(TERMINAL_LINE, line) else word.sub(rename, line)
+                     for line in lines)
 
 
 def _closers(d: Delimiters) -> list[str]:

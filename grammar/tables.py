@@ -11,10 +11,13 @@ other delimiters, another Lark) has another digest, finds no file, and is built 
 user cache) as before. The files are only read, so a read-only install works.
 
 Each default grammar also has its plain tables (`*.plain`: grammar/larktables.py, read with
-`marshal`, not compressed: inflating them was a millisecond of every first call), which the one-pass parse runs on without importing Lark; the Lark tables are loaded
-only for the two-pass parse that reports errors. They hold only dicts, tuples, strings and ints
-(marshal reads those alike across Python 3 versions); a file that cannot be read, or was made
-for another grammar, is ignored, and the tables are read from the grammar's Lark parser instead.
+`marshal`; not compressed: inflating them was a millisecond of every first call), which the
+one-pass parse runs on without importing Lark; the Lark tables are loaded only for the two-pass
+parse that reports errors. They hold only dicts, tuples, strings and ints (marshal reads those
+alike across Python 3 versions); a file that cannot be read, or was made for another grammar, is
+ignored, and the tables are read from the grammar's Lark parser instead. The file also keeps the
+lexer's two large patterns compiled for the Python that wrote it (grammar/regexcode.py), used
+only by that same regular expression engine.
 
 Regenerate after changing the grammar (tests/test_startup.py fails until then):
 

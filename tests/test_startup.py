@@ -224,7 +224,8 @@ def test_a_compiled_template_shares_what_is_equal_and_keeps_no_ids_it_cannot_use
                                "{{ f() }}{% endif %}{% endfor %}")
     literals = [n.value for n in ast.walk(template.tree) if type(n) is ast.Const]
     assert literals == ["role", "user", "role"] and literals[0] is literals[2]
-    assert literals[1] is sys.intern("".join(["us", "er"]))  # name characters: interned, as CPython's compiler does
+    # name characters only: interned, as CPython's compiler does
+    assert literals[1] is sys.intern("".join(["us", "er"]))
     spaced = env.from_string("{{ 'a b' ~ 'a b' }}").tree.body[0].expr.items
     assert spaced[0].value is spaced[1].value and spaced[0].value is not sys.intern("a b")
     call = next(n for n in ast.walk(template.tree) if type(n) is ast.Call)
@@ -269,7 +270,8 @@ def test_the_lexers_large_patterns_are_shipped_compiled_and_equal_to_what_re_com
         assert made is not None  # made by CPython (regenerating on another Python moves it)
         if made == regexcode.engine():  # the running engine made them: they are used
             for pattern in patterns:
-                assert regexcode._made(pattern, saved["regex"]["code"][pattern]) == re.compile(pattern)
+                stored = saved["regex"]["code"][pattern]
+                assert regexcode._made(pattern, stored) == re.compile(pattern)
             group = parser._one_pass.grouped.by_state[parser.tables["start"]][0]
             assert group.built().alternatives == (re.compile(group_patterns(parser.tables)[0]),)
 
