@@ -47,31 +47,37 @@ def to_parts(pieces: Iterable[str]) -> list[Part]:
                 current = True
             else:
                 run.append(piece)
-        elif kind is Mixed or kind is SafeMixed:  # its template and input runs, in order
-            text, pos = str.__str__(piece), 0
-            for a, b in piece.spans:
-                if a > pos:
-                    if current:
-                        t = _join(run)
-                        add(_new(Part, (t, True)) if len(t) > _SHORT
-                            else _known_input(t) or _input_part(t))
-                        run, current = [], False
-                    run.append(text[pos:a])
-                if not current:
-                    if run:
-                        t = _join(run)
-                        add(_known(t) or _template_part(t))
-                        run = []
-                    current = True
-                run.append(text[a:b])
-                pos = b
-            if pos < len(text):
+        elif (kind is Mixed or kind is SafeMixed) and piece.spans:  # its runs, in order
+            text = str.__str__(piece)
+            spans = piece.spans
+            a, b = spans[0]
+            if a:  # template text first
                 if current:
                     t = _join(run)
                     add(_new(Part, (t, True)) if len(t) > _SHORT else _known_input(t) or _input_part(t))
                     run, current = [], False
-                run.append(text[pos:])
-        elif piece:  # other str subclasses (Markup, unmarked): template text; a marker is empty
+                run.append(text[:a])
+            if not current:
+                if run:
+                    t = _join(run)
+                    add(_known(t) or _template_part(t))
+                run, current = [], True
+            run.append(text[a:b])
+            pos = b
+            if len(spans) > 1:  # the runs in between are whole parts (JSON of a tool: many)
+                t = _join(run)
+                for a, b in spans[1:]:
+                    add(_new(Part, (t, True)) if len(t) > _SHORT else _known_input(t) or _input_part(t))
+                    t = text[pos:a]
+                    add(_known(t) or _template_part(t))
+                    t = text[a:b]
+                    pos = b
+                run = [t]
+            if pos < len(text):
+                t = _join(run)
+                add(_new(Part, (t, True)) if len(t) > _SHORT else _known_input(t) or _input_part(t))
+                run, current = [text[pos:]], False
+        elif piece:  # other str subclasses (Markup), unmarked: template text; a marker is empty
             if current:
                 t = _join(run)
                 add(_new(Part, (t, True)) if len(t) > _SHORT else _known_input(t) or _input_part(t))
