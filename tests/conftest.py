@@ -68,6 +68,10 @@ SLOW_FILES = frozenset({
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: a test in one of the slow files (SLOW_FILES in "
                                        "conftest.py); pytest -m 'not slow' is the quick profile")
+    generate_after = os.environ.get("JINJAMARK_TEST_GENERATE_AFTER")
+    if generate_after:  # run the suite with the second tier from the Nth run of a body (1: all)
+        from jinjamark.evaluation.compiling import codegen
+        codegen.HOT = int(generate_after)
     here = pathlib.Path(__file__).parent
     missing = sorted(name for name in SLOW_FILES if not (here / name).is_file())
     if missing:

@@ -6,6 +6,7 @@ from typing import Any
 
 from . import access, calls, operators, statements  # noqa: F401 - they register their compilers
 from .core import COMPILERS, TRACER, Code, compile_body, compile_node
+from .codegen import tiered
 
 CODE = "compiled code"  # the template memo's key: id(node or body) -> (closure, node or body)
 TRACED_CODE = "traced code"  # the same for traced renders (each statement reports itself)
@@ -23,7 +24,12 @@ def code_of(code: dict, node: Any) -> Code:
     The entry holds the node too, so that its id is not reused while the entry lives."""
     entry = code.get(id(node))
     if entry is None:
-        compiled = compile_body(node) if type(node) is tuple else compile_node(node)
+        if type(node) is not tuple:
+            compiled = compile_node(node)
+        elif TRACER.get() is None:  # closures first, generated code once the body runs often
+            compiled = tiered(code, node)
+        else:
+            compiled = compile_body(node)
         entry = code[id(node)] = (compiled, node)
     return entry[0]
 
