@@ -22,7 +22,7 @@ from ...values.markup import is_safe
 from ...values.printing import to_string
 from ...values.runtime import LoopContext
 from ...values.undefined import MISSING
-from ..loops import LoopSignal, filtered, loop_iterator
+from ..loops import LoopSignal, assign, filtered, loop_iterator
 from ..scope import Scope
 from .access import ABSENT, DICT_ATTRIBUTES, LOOP_PROPERTIES, plain_read, read_path
 from .core import compile_body, compile_node, size
@@ -38,7 +38,7 @@ _MOST_BLOCKS = 16
 _RUNTIME = {"ABSENT": ABSENT, "MISSING": MISSING, "Input": Input, "Mixed": Mixed, "str": str,
             "int": int, "bool": bool, "dict": dict, "type": type, "len": len,
             "to_string": to_string, "LoopContext": LoopContext, "LoopSignal": LoopSignal,
-            "Scope": Scope, "loop_iterator": loop_iterator, "filtered": filtered,
+            "Scope": Scope, "loop_iterator": loop_iterator, "assign": assign, "filtered": filtered,
             "Exception": Exception, "Text": ast.Text, "Output": ast.Output,
             "COMPARED_CHEAPLY": _COMPARED_CHEAPLY, "is_safe": is_safe}
 
@@ -290,17 +290,19 @@ class Writer:
         self.depth -= 1
 
     def for_(self, node: ast.For, scope: str, local: dict) -> bool:
-        """compile_for's loop whose frame is kept for all iterations (`fixed`), its variable a
-        Python local too; any other loop is its closure's (False)."""
-        if node.recursive or node.otherwise:
+        """compile_for and _iterate, written out: each iteration in a frame of its own, or the
+        same frame with new variables (`reuse`), or the same frame and dict (`fixed`), where
+        the variable is a Python local too and `loop` the LoopContext. A recursive loop is its
+        closure's (False)."""
+        if node.recursive:
             return False
         wants_loop, reuse, writes = _loop_facts(node)
-        if not (reuse and type(node.target) is ast.NameTarget and not writes):
-            return False
+        target = node.target
+        name = target.name if type(target) is ast.NameTarget else None
+        fixed = reuse and name is not None and not writes
         n = self.constant(node)
-        name = node.target.name
         iterable, iterator, length, items = self.temp(), self.temp(), self.temp(), self.temp()
-        inner, variables, item = self.temp(), self.temp(), self.temp()
+        inner, variables, item, completed = self.temp(), self.temp(), self.temp(), self.temp()
         self.line(f"if ev.declared: ev.declare({n}, {scope})")
         self.line(f"{iterable} = {self.expr(node.iter, scope, local)}")
         self.line("try:")
@@ -309,13 +311,15 @@ class Writer:
         self.line(f"    ev.fail(e, {n})")
         if node.condition is not None:
             self.line(f"{iterator}, {length} = filtered(ev, {n}, {scope}, {iterator}), None")
-        self.line(f"{inner} = Scope({scope})")
         if wants_loop:
             self.line(f"{items} = LoopContext({iterator}, {length}, 0, ev.undefined, None, {iterable})")
-            self.line(f"{variables} = {inner}.vars = {{{name!r}: None, 'loop': {items}}}")
         else:
             self.line(f"{items} = {iterator}")
-            self.line(f"{variables} = {inner}.vars = {{{name!r}: None}}")
+        self.line(f"{inner} = Scope({scope})")
+        if fixed:
+            loop = f", 'loop': {items}" if wants_loop else ""
+            self.line(f"{variables} = {inner}.vars = {{{name!r}: None{loop}}}")
+        self.line(f"{completed} = False")
         self.line("try:")
         self.line(f"    for {item} in {items}:")
         self.depth += 2
@@ -323,10 +327,24 @@ class Writer:
         self.line("ev.budget.iterations -= 1")
         self.line("if ev.budget.iterations < 0: ev.budget.iterate(0)")
         self.charge(sum(map(size, node.body)) + 1)
-        self.line(f"{variables}[{name!r}] = {item}")
+        if fixed:
+            self.line(f"{variables}[{name!r}] = {item}")
+            inside = {**local, name: item, "loop": items if wants_loop else None}
+        else:
+            if not reuse:
+                self.line(f"{inner} = Scope({scope})")
+            if name is not None:
+                self.line(f"{inner}.vars = {{{name!r}: {item}}}")
+            else:
+                self.line(f"{inner}.vars = {{}}")
+                self.line(f"assign(ev, {self.constant(target)}, {item}, {inner})")
+            if wants_loop:
+                self.line(f"{inner}.vars['loop'] = {items}")
+            inside = {}  # the body sets names in the frame: every name read from it
         self.line("try:")
         self.depth += 1
-        self.statements(node.body, inner, {**local, name: item, "loop": items if wants_loop else None})
+        self.statements(node.body, inner, inside)
+        self.line(f"{completed} = True")
         self.depth -= 1
         self.line("except LoopSignal as signal:")
         self.line("    if signal.stop: break")
@@ -336,6 +354,13 @@ class Writer:
         self.line("    raise")
         self.line("except Exception as e:")
         self.line(f"    ev.fail(e, {n})")
+        if node.otherwise:
+            other = self.temp()
+            self.line(f"if not {completed}:")
+            self.depth += 1
+            self.line(f"{other} = Scope({scope})")  # a frame of its own: what it sets stays there
+            self.body(node.otherwise, other, {})
+            self.depth -= 1
         return True
 
     # ------------------------------------------------------------------ expressions
