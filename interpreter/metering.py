@@ -246,11 +246,16 @@ def metered(fn: Callable, cost: float, walk: Optional[int] = None, base: float =
         if kwargs:
             size += arguments_size((), kwargs)
         units = base + cost * size
-        if units >= SMALL_WORK or walk is not None:
-            current = _meter.get() or meter()
-            current.charge(units)
-            if walk is not None:
-                current.charge(walked(*args[walk:], *kwargs.values()))
+        if walk is not None:  # walked(), inline for the short texts and numbers most calls take
+            for value in args[walk:]:
+                if isinstance(value, str):
+                    units += len(value) * FIND
+                elif type(value) not in _CHEAP:
+                    units += walked(value)
+            if kwargs:
+                units += walked(*kwargs.values())
+        if units >= SMALL_WORK:
+            (_meter.get() or meter()).charge(units)
         result = fn(*args, **kwargs)
         if isinstance(result, _RESULTS) and len(result) * COPY >= SMALL_WORK:
             charge(len(result) * COPY)

@@ -24,7 +24,7 @@ from ...values.runtime import LoopContext
 from ...values.undefined import MISSING
 from ..loops import LoopSignal, assign, filtered, loop_iterator
 from ..scope import Scope
-from .access import ABSENT, DICT_ATTRIBUTES, LOOP_PROPERTIES, plain_read, read_path
+from .access import _DICT_KEYS, _INDICES, ABSENT, DICT_ATTRIBUTES, LOOP_PROPERTIES, plain_read, read_path
 from .core import compile_body, compile_node, size
 from .operators import _COMPARED_CHEAPLY, _EQUALLY_CHEAP, addends
 from .statements import _loop_facts, _switch
@@ -40,7 +40,7 @@ _RUNTIME = {"ABSENT": ABSENT, "MISSING": MISSING, "Input": Input, "Mixed": Mixed
             "to_string": to_string, "LoopContext": LoopContext, "LoopSignal": LoopSignal,
             "Scope": Scope, "loop_iterator": loop_iterator, "assign": assign, "filtered": filtered,
             "Exception": Exception, "Text": ast.Text, "Output": ast.Output,
-            "COMPARED_CHEAPLY": _COMPARED_CHEAPLY, "is_safe": is_safe}
+            "COMPARED_CHEAPLY": _COMPARED_CHEAPLY, "DICT_KEYS": _DICT_KEYS, "INDICES": _INDICES, "is_safe": is_safe}
 
 
 def tiered(table: dict, body: tuple) -> Any:
@@ -379,6 +379,9 @@ class Writer:
             variable, key = plain_read(node)
             if variable is not None and (kind is ast.GetItem or key not in DICT_ATTRIBUTES):
                 return self.item(node, variable, key, scope, local)
+            path = read_path(node)
+            if path is not None:
+                return self.path(node, path, scope, local)
         elif kind is ast.Compare:
             return self.compare(node, scope, local)
         elif kind is ast.Logical:
@@ -435,6 +438,41 @@ class Writer:
         self.line(f"    {result} = {self.closure(node, scope)}")
         return result
 
+    def path(self, node: Any, path: tuple, scope: str, local: dict) -> str:
+        """`messages[i]['role']` (access.path_code): walked while it meets plain dicts and
+        lists; anything else on the way, the node's closure reads from the start."""
+        variable, steps = path
+        result = self.temp()
+        self.line(f"{result} = {self.name(variable, scope, local)}")
+        opened = 0
+        for key, by_name in steps:
+            if opened:
+                self.line(f"if {result} is not ABSENT:")
+                self.depth += 1
+            opened += 1
+            if by_name:
+                key = self.name(key, scope, local)
+                kind = self.temp()
+                self.line(f"{kind} = type({key})")
+                self.line(f"if type({result}) is dict and {kind} in DICT_KEYS: "
+                          f"{result} = {result}.get({key}, ABSENT)")
+                self.line(f"elif type({result}) is list and {kind} in INDICES "
+                          f"and -len({result}) <= {key} < len({result}): {result} = {result}[{key}]")
+                self.line(f"else: {result} = ABSENT")
+            elif type(key) is str:
+                self.line(f"{result} = {result}.get({self.constant(key)}, ABSENT) "
+                          f"if type({result}) is dict else ABSENT")
+            else:
+                self.line(f"if type({result}) is dict: {result} = {result}.get({key!r}, ABSENT)")
+                self.line(f"elif type({result}) is list and len({result}) >= {-key}: "
+                          f"{result} = {result}[{key!r}]" if key < 0 else
+                          f"elif type({result}) is list and {key} < len({result}): "
+                          f"{result} = {result}[{key!r}]")
+                self.line(f"else: {result} = ABSENT")
+        self.depth -= opened - 1
+        self.line(f"if {result} is ABSENT: {result} = {self.closure(node, scope)}")
+        return result
+
     def compare(self, node: ast.Compare, scope: str, local: dict) -> str:
         """`x == 'literal'` (operators' _equals_constant) when reading `x` again is unseen (a
         name or a plain read); any other comparison is its closure's."""
@@ -443,7 +481,7 @@ class Writer:
             and type(node.ops[0][1]) is ast.Const and type(node.ops[0][1].value) in _EQUALLY_CHEAP
         value = node.ops[0][1].value if simple else None
         if not simple or type(value) is str and len(value) > 2048 \
-                or not (type(node.first) is ast.Name or plain_read(node.first)[0] is not None):
+                or not _pure(node.first):
             self.line(f"{result} = {self.closure(node, scope)}")
             return result
         left = self.expr(node.first, scope, local)
@@ -470,7 +508,8 @@ class Writer:
 def _pure(node: Any) -> bool:
     """A read whose second run is unseen: a literal, a name, a plain read of a name's item."""
     kind = type(node)
-    return kind is ast.Const or kind is ast.Name or plain_read(node)[0] is not None
+    return kind is ast.Const or kind is ast.Name or plain_read(node)[0] is not None \
+        or read_path(node) is not None
 
 
 def _sum(expr: Any) -> bool:
