@@ -64,7 +64,11 @@ def generate(body: tuple) -> Any:
     """The generated function of `body`, or None when Python cannot compile it."""
     writer = Writer()
     writer.body(body, "scope", {})
-    source = "def body(ev, scope):\n" + "\n".join(writer.lines) + "\n"
+    # What stays the same while a body runs is read once: the budget, and the binary
+    # operators the sandbox intercepts; the output list and whether it is written directly,
+    # again after each statement run by its closure (a capture swaps and restores them).
+    source = ("def body(ev, scope):\n    budget, binops, out, fast = ev.budget, ev.binops, ev.out, ev.fast\n"
+              + "\n".join(writer.lines) + "\n")
     namespace = dict(_RUNTIME, **writer.constants)
     try:
         exec(compile(source, "<jinjamark generated>", "exec"), namespace)
@@ -114,7 +118,7 @@ class Writer:
         """Fuel for a body about to run (compile_body's)."""
         if cost:
             self.line(f"ev.steps -= {cost}")
-            self.line("if ev.steps <= 0: ev.steps = ev.budget.refuel(ev.steps)")
+            self.line("if ev.steps <= 0: ev.steps = budget.refuel(ev.steps)")
 
     def truth(self, value: str, node: Any) -> str:
         """`bool(value)`, a strict undefined's refusal raised at `node`."""
@@ -153,19 +157,20 @@ class Writer:
             self.line(f"{scope}.vars[{node.target.name!r}] = {value}")
         else:
             self.line(self.closure(node, scope))
+            self.line("out, fast = ev.out, ev.fast")  # as they are after any statement
 
     def text(self, node: ast.Text, scope: str) -> None:
         """compile_text's write_text."""
-        self.line("if ev.fast:")
-        self.line(f"    ev.budget.output -= {len(node.text)}")
-        self.line("    if ev.budget.output < 0: ev.budget.wrote(0)")
-        self.line(f"    ev.out.append({self.constant(node.text)})")
+        self.line("if fast:")
+        self.line(f"    budget.output -= {len(node.text)}")
+        self.line("    if budget.output < 0: budget.wrote(0)")
+        self.line(f"    out.append({self.constant(node.text)})")
         self.line("else:")
         self.line(f"    ev.handlers[Text](ev, {self.constant(node)}, {scope})")
 
     def output(self, node: ast.Output, scope: str, local: dict) -> None:
         """compile_output's output (a `+` chain is compile_sum's closure)."""
-        self.line("if not ev.fast:")
+        self.line("if not fast:")
         self.line(f"    ev.handlers[Output](ev, {self.constant(node)}, {scope})")
         self.line("else:")
         self.depth += 1
@@ -176,9 +181,9 @@ class Writer:
         self.line(f"    {text} = {value} if {kind} is str or {kind} is Input or {kind} is Mixed else "
                   f"str({value}) if {kind} is int or {kind} is bool else to_string({value})")
         self.line(f"    if {text}:")
-        self.line(f"        ev.budget.output -= len({text})")
-        self.line("        if ev.budget.output < 0: ev.budget.wrote(0)")
-        self.line(f"        ev.out.append({text})")
+        self.line(f"        budget.output -= len({text})")
+        self.line("        if budget.output < 0: budget.wrote(0)")
+        self.line(f"        out.append({text})")
         self.line("except Exception as e:")
         self.line(f"    ev.fail(e, {self.constant(node)})")
         self.depth -= 1
@@ -188,7 +193,7 @@ class Writer:
         reading it again is unseen): while the addends are text they are written one after the
         other; from the first that is not, the sum's closure does it all, as it would have."""
         whole = self.constant(compile_node(node))  # compile_sum(expr, output=node)
-        self.line("if not ev.fast or ev.binops and '+' in ev.binops:")
+        self.line("if not fast or binops and '+' in binops:")
         self.line(f"    {whole}(ev, {scope})")
         self.line("else:")
         self.depth += 1
@@ -212,9 +217,9 @@ class Writer:
             values.append(value)
         lengths = "".join(f" + len({value})" for value in values)
         self.line("try:")
-        self.line(f"    ev.budget.output -= {size}{lengths}")
-        self.line("    if ev.budget.output < 0: ev.budget.wrote(0)")
-        self.line(f"    ev.out.extend(({', '.join(pieces)},))")
+        self.line(f"    budget.output -= {size}{lengths}")
+        self.line("    if budget.output < 0: budget.wrote(0)")
+        self.line(f"    out.extend(({', '.join(pieces)},))")
         self.line("except Exception as e:")
         self.line(f"    ev.fail(e, {self.constant(node)})")
         self.line(f"{done} = True")
@@ -324,8 +329,8 @@ class Writer:
         self.line(f"    for {item} in {items}:")
         self.depth += 2
         self.blocks += 3
-        self.line("ev.budget.iterations -= 1")
-        self.line("if ev.budget.iterations < 0: ev.budget.iterate(0)")
+        self.line("budget.iterations -= 1")
+        self.line("if budget.iterations < 0: budget.iterate(0)")
         self.charge(sum(map(size, node.body)) + 1)
         if fixed:
             self.line(f"{variables}[{name!r}] = {item}")
