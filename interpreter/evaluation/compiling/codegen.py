@@ -20,7 +20,7 @@ from ...grammar import ast
 from ...values.marks import Input, Mixed
 from ...values.markup import is_safe
 from ...values.printing import to_string
-from ...values.runtime import LoopContext
+from ...values.runtime import LoopContext, Namespace
 from ...values.undefined import MISSING
 from ..loops import LoopSignal, assign, filtered, loop_iterator
 from ..scope import Scope
@@ -37,7 +37,7 @@ _MOST_BLOCKS = 16
 
 _RUNTIME = {"ABSENT": ABSENT, "MISSING": MISSING, "Input": Input, "Mixed": Mixed, "str": str,
             "int": int, "bool": bool, "dict": dict, "type": type, "len": len,
-            "to_string": to_string, "LoopContext": LoopContext, "LoopSignal": LoopSignal,
+            "to_string": to_string, "LoopContext": LoopContext, "Namespace": Namespace, "LoopSignal": LoopSignal,
             "Scope": Scope, "loop_iterator": loop_iterator, "assign": assign, "filtered": filtered,
             "Exception": Exception, "Text": ast.Text, "Output": ast.Output,
             "COMPARED_CHEAPLY": _COMPARED_CHEAPLY, "DICT_KEYS": _DICT_KEYS, "INDICES": _INDICES, "is_safe": is_safe}
@@ -379,7 +379,7 @@ class Writer:
             return self.name(node.name, scope, local)
         if kind is ast.GetAttr and type(node.obj) is ast.Name and node.obj.name == "loop" \
                 and local.get("loop") is not None and node.attr in LOOP_PROPERTIES:
-            return self.loop_attribute(local["loop"], node.attr)
+            return self.loop_attribute(local["loop"], node.attr, node)
         if kind in (ast.GetItem, ast.GetAttr):
             variable, key = plain_read(node)
             if variable is not None and (kind is ast.GetItem or key not in DICT_ATTRIBUTES):
@@ -419,28 +419,46 @@ class Writer:
         self.line(f"if {result} is ABSENT or {result} is MISSING: {result} = ev.lookup_missing({name!r})")
         return result
 
-    def loop_attribute(self, loop: str, attribute: str) -> str:
-        """`loop.index` in a kept loop's body, where `loop` is known to be its LoopContext
-        (variable_read's and _loop_counter's reads of it)."""
+    def loop_attribute(self, loop: str, attribute: str, node: Any) -> str:
+        """`loop.index` where `loop` is a LoopContext (variable_read's and _loop_counter's
+        reads of it): the count at once; what looks ahead (`last`) may fail, at `node`."""
         result = self.temp()
         if attribute == "index":
             self.line(f"{result} = {loop}.index0 + 1")
         elif attribute == "first":
             self.line(f"{result} = {loop}.index0 == 0")
+        elif attribute == "index0":
+            self.line(f"{result} = {loop}.index0")
         else:
-            self.line(f"{result} = {loop}.{attribute}")
+            self.line("try:")
+            self.line(f"    {result} = {loop}.{attribute}")
+            self.line("except Exception as e:")
+            self.line(f"    ev.fail(e, {self.constant(node)})")
         return result
 
     def item(self, node: Any, variable: str, key: Any, scope: str, local: dict) -> str:
         """`m['role']` / `m.role` (compile_access's variable read): a plain dict's item at once,
         anything else by the node's closure (reading a variable again is unseen)."""
         obj = self.name(variable, scope, local)
-        result = self.temp()
+        result, general = self.temp(), self.closure(node, scope)
         self.line(f"if type({obj}) is dict:")
         self.line(f"    {result} = {obj}.get({self.constant(key)}, ABSENT)")
-        self.line(f"    if {result} is ABSENT: {result} = {self.closure(node, scope)}")
+        self.line(f"    if {result} is ABSENT: {result} = {general}")
+        if type(node) is ast.GetItem and type(key) is int:  # `messages[0]`
+            bound = f"len({obj}) >= {-key}" if key < 0 else f"len({obj}) > {key}"
+            self.line(f"elif type({obj}) is list and {bound}:")
+            self.line(f"    {result} = {obj}[{key!r}]")
+        if key in LOOP_PROPERTIES:  # `loop.index` (a loop's; anything else called `loop` in general)
+            self.line(f"elif type({obj}) is LoopContext:")
+            self.depth += 1
+            self.line(f"{result} = {self.loop_attribute(obj, key, node)}")
+            self.depth -= 1
+        elif type(node) is ast.GetAttr and key[:1] != "_":  # `ns.found`
+            self.line(f"elif type({obj}) is Namespace:")
+            self.line(f"    {result} = {obj}.attrs.get({self.constant(key)}, ABSENT)")
+            self.line(f"    if {result} is ABSENT: {result} = {general}")
         self.line("else:")
-        self.line(f"    {result} = {self.closure(node, scope)}")
+        self.line(f"    {result} = {general}")
         return result
 
     def path(self, node: Any, path: tuple, scope: str, local: dict) -> str:
