@@ -124,9 +124,12 @@ CHILD = r"""
 import gc, json, resource, sys, time
 resource.setrlimit(resource.RLIMIT_AS, (2 << 30, resource.RLIM_INFINITY))
 import jinjamark
+from jinjamark.evaluation.compiling import codegen
 source = sys.argv[1]
 report = {}
-for mode, limits in (("default", jinjamark.Limits()), ("deadline", jinjamark.Limits(deadline=%r))):
+for mode, limits in (("default", jinjamark.Limits()), ("deadline", jinjamark.Limits(deadline=%r)),
+                     ("generated", jinjamark.Limits())):
+    codegen.HOT = 1 if mode == "generated" else 2  # the second tier, as a template rendered often runs
     env = jinjamark.chat_environment(limits=limits)
     template = env.from_string(source)
     start = time.perf_counter()
@@ -177,4 +180,7 @@ def test_an_attack_ends_in_limit_exceeded_fast_and_small(name, reports):
     outcome, elapsed = report["deadline"]
     assert outcome == "LimitExceeded", f"{name} with a deadline: {outcome}"
     assert elapsed < DEADLINE_BOUND, f"{name}: stopped after {elapsed:.2f} s with a deadline"
+    outcome, elapsed = report["generated"]
+    assert outcome == "LimitExceeded", f"{name} as generated code: {outcome}"
+    assert elapsed < DEFAULT_BOUND, f"{name} as generated code: LimitExceeded after {elapsed:.2f} s"
     assert report["memory_mb"] < MEMORY_BOUND, f"{name}: {report['memory_mb']:.0f} MB"

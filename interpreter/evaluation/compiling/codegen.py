@@ -33,7 +33,7 @@ HOT = 2  # the run of a body from which it is generated (tests set 1: every body
 
 # Python refuses more than 20 nested blocks (loops, try) in one function: deeper statements
 # stay calls of their closures.
-_MOST_BLOCKS = 16
+_MOST_BLOCKS = 12
 
 _RUNTIME = {"ABSENT": ABSENT, "MISSING": MISSING, "Input": Input, "Mixed": Mixed, "str": str,
             "int": int, "bool": bool, "dict": dict, "type": type, "len": len,

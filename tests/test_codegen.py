@@ -1,0 +1,92 @@
+"""The second tier (interpreter/evaluation/compiling/codegen.py): a body run `HOT` times becomes
+one generated Python function. It must mean exactly what the closures mean.
+
+Most templates in the other test files render once, so they test the closures. Here the same
+differential suites run again with every body generated from its first run (`HOT = 1`): the
+corpus against transformers' Jinja2, the shared vectors, the generated templates and expressions
+(hypothesis), scoping, error positions and limits. Then the tiering itself.
+"""
+from __future__ import annotations
+
+import pytest
+
+import jinjamark
+import oracle
+from jinjamark.evaluation.compiling import CODE, codegen
+
+
+@pytest.fixture(autouse=True)
+def every_body_generated(monkeypatch):
+    monkeypatch.setattr(codegen, "HOT", 1)
+
+
+# The differential suites, collected again here under the fixture above.
+from test_chat_corpus import test_chat_template_renders_every_conversation_as_transformers  # noqa: E402,F401
+from test_vectors import test_vector_renders_as_jinja2  # noqa: E402,F401
+from test_differential import (  # noqa: E402,F401
+    test_generated_expressions_evaluate_as_jinja2, test_generated_template_structure_and_whitespace_match_jinja2,
+    test_generated_templates_render_as_jinja2, test_generated_templates_render_as_jinja2_with_autoescaping,
+    test_input_marks_never_change_the_rendered_text, test_whitespace_control_matches_jinja2_under_every_option)
+from test_scoping import (  # noqa: E402,F401
+    test_generated_chat_templates_scope_names_as_transformers, test_generated_templates_scope_names_as_jinja2,
+    test_names_are_scoped_as_jinja2_scopes_them)
+from test_errors import (  # noqa: E402,F401
+    test_exception_in_a_filter_becomes_a_runtime_error_at_the_filter, test_raise_exception_reports_where_it_was_raised,
+    test_runtime_errors_carry_name_line_column_and_caret, test_type_errors_in_operators_become_runtime_errors,
+    test_undefined_error_uses_jinja2_message)
+
+
+def generated_bodies(template) -> list:
+    return [code for code, body in template.memo.get(CODE, {}).values()
+            if type(body) is tuple and hasattr(code, "source")]
+
+
+def test_a_body_runs_as_closures_until_it_is_hot(monkeypatch):
+    monkeypatch.setattr(codegen, "HOT", 3)
+    template = jinjamark.chat_environment().from_string(
+        "{% for m in messages %}{{ m.role }}:{{ m['content'] }};{% endfor %}")
+    messages = [{"role": "user", "content": "hi"}]
+    for _ in range(2):
+        assert template.render(messages=messages) == "user:hi;"
+        assert generated_bodies(template) == []
+    assert template.render(messages=messages) == "user:hi;"
+    [code] = generated_bodies(template)
+    assert "for " in code.source and "m.role" not in code.source  # the loop, written out
+    assert template.render(messages=messages) == "user:hi;"
+
+
+NESTED_LOOPS = "".join("{%% for x%d in xs %%}" % i for i in range(12)) + "{{ x11 }}" + \
+    "{% endfor %}" * 12
+
+
+def test_a_body_nested_deeper_than_python_compiles_still_renders_as_jinja2():
+    # 12 loops are 36 nested blocks written out: the deeper ones stay calls of their closures.
+    context = {"xs": [1, 2]}
+    template = jinjamark.chat_environment().from_string(NESTED_LOOPS)
+    assert template.render(context) == oracle.compiled(NESTED_LOOPS).render(context)
+    assert generated_bodies(template)
+
+
+@pytest.mark.parametrize("source,limits", [
+    ("{% for i in range(100) %}{% for j in range(100) %}{{ i }}{% endfor %}{% endfor %}",
+     jinjamark.Limits(max_loop_iterations=5_000)),
+    ("{% for i in range(10000) %}{{ 'x' * 50 }}{% endfor %}", jinjamark.Limits(max_output=100_000)),
+    ("{% for i in range(50000) %}{% if i == -1 %}{% endif %}{% endfor %}", jinjamark.Limits(max_fuel=50_000)),
+])
+def test_generated_code_keeps_the_limits(source, limits):
+    template = jinjamark.chat_environment(limits=limits).from_string(source)
+    with pytest.raises(jinjamark.LimitExceeded):
+        template.render()
+    assert generated_bodies(template)
+
+
+def test_generated_code_raises_at_the_node_the_closures_raise_at(monkeypatch):
+    source = "{% for m in messages %}\n{{ m.content + 1 }}{% endfor %}"
+    errors = []
+    for hot in (2, 1):  # the closures' error, then the generated code's
+        monkeypatch.setattr(codegen, "HOT", hot)
+        template = jinjamark.chat_environment().from_string(source)
+        with pytest.raises(jinjamark.TemplateRuntimeError) as raised:
+            template.render(messages=[{"content": "a"}])
+        errors.append((raised.value.lineno, str(raised.value)))
+    assert errors[0] == errors[1] and errors[0][0] == 2
