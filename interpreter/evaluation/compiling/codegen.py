@@ -25,6 +25,7 @@ from ...values.undefined import MISSING
 from ..loops import LoopSignal, assign, filtered, loop_iterator
 from ..scope import Scope
 from .access import _DICT_KEYS, _INDICES, ABSENT, DICT_ATTRIBUTES, LOOP_PROPERTIES, plain_read, read_path
+from .calls import _PLAIN_TESTS, plain_function
 from .core import compile_body, compile_node, size
 from .operators import _COMPARED_CHEAPLY, _EQUALLY_CHEAP, addends
 from .statements import _loop_facts, _switch
@@ -40,7 +41,7 @@ _RUNTIME = {"ABSENT": ABSENT, "MISSING": MISSING, "Input": Input, "Mixed": Mixed
             "to_string": to_string, "LoopContext": LoopContext, "Namespace": Namespace, "LoopSignal": LoopSignal,
             "Scope": Scope, "loop_iterator": loop_iterator, "assign": assign, "filtered": filtered,
             "Exception": Exception, "Text": ast.Text, "Output": ast.Output,
-            "COMPARED_CHEAPLY": _COMPARED_CHEAPLY, "DICT_KEYS": _DICT_KEYS, "INDICES": _INDICES, "is_safe": is_safe}
+            "COMPARED_CHEAPLY": _COMPARED_CHEAPLY, "plain_function": plain_function, "PLAIN_TESTS": _PLAIN_TESTS, "DICT_KEYS": _DICT_KEYS, "INDICES": _INDICES, "is_safe": is_safe}
 
 
 def tiered(table: dict, body: tuple) -> Any:
@@ -391,7 +392,17 @@ class Writer:
             return self.compare(node, scope, local)
         elif kind is ast.Logical:
             return self.logical(node, scope, local)
-        elif kind is ast.Unary and node.op == "not" and type(node.operand) is not ast.Test:
+        elif kind is ast.Filter and _pure(node.value) and _constant_arguments(node.arguments):
+            return self.call_plain(node, node.value, "filters", None, scope, local)
+        elif kind is ast.Test and _pure(node.value) and _constant_arguments(node.arguments) \
+                and not (type(node.value) is ast.Name and node.name in ("defined", "undefined")):
+            return self.call_plain(node, node.value, "tests", node.negated, scope, local)
+        elif kind is ast.Unary and node.op == "not" and type(node.operand) is ast.Test:
+            test = node.operand  # compile_unary folds the `not` into the test
+            if _pure(test.value) and _constant_arguments(test.arguments) \
+                    and not (type(test.value) is ast.Name and test.name in ("defined", "undefined")):
+                return self.call_plain(node, test.value, "tests", not test.negated, scope, local, test)
+        elif kind is ast.Unary and node.op == "not":
             value = self.expr(node.operand, scope, local)
             result = self.temp()
             self.line("try:")
@@ -496,6 +507,36 @@ class Writer:
         self.line(f"if {result} is ABSENT: {result} = {self.closure(node, scope)}")
         return result
 
+    def call_plain(self, node: Any, value_node: Any, table: str, negated: Any, scope: str,
+                   local: dict, site: Any = None) -> str:
+        """`x | trim`, `x is string` with literal arguments or none (calls.compile_filter and
+        _test_closure): a builtin called at once, its failure raised at the node; any other
+        function by the node's closure (the value is a read: reading it again is unseen).
+        `negated` None for a filter; `site` the test node when a `not` was folded into it."""
+        site = node if site is None else site
+        value, function, result = self.expr(value_node, scope, local), self.temp(), self.temp()
+        last, plain, seen = self.temp(), self.temp(), self.constant([(None, False)])
+        arguments = "".join(f", {self.constant(a.value)}" for a in site.arguments.args)
+        known = "" if negated is None else ", PLAIN_TESTS"
+        self.line(f"{function} = ev.env.{table}.get({site.name!r})")
+        self.line(f"{last}, {plain} = {seen}[0]")
+        self.line(f"if {function} is not {last}:")
+        self.line(f"    {plain} = {function} is not None and plain_function({function}{known})")
+        self.line(f"    {seen}[0] = {function}, {plain}")
+        self.line(f"if {plain}:")
+        self.line("    try:")
+        call = f"{function}({value}{arguments})"
+        if negated is None:
+            self.line(f"        {result} = {call}")
+        else:
+            self.line(f"        {result} = {'False' if negated else 'True'} if {call} else "
+                      f"{'True' if negated else 'False'}")
+        self.line("    except Exception as e:")
+        self.line(f"        ev.fail(e, {self.constant(site)})")
+        self.line("else:")
+        self.line(f"    {result} = {self.closure(node, scope)}")
+        return result
+
     def compare(self, node: ast.Compare, scope: str, local: dict) -> str:
         """`x == 'literal'` (operators' _equals_constant) when reading `x` again is unseen (a
         name or a plain read); any other comparison is its closure's."""
@@ -526,6 +567,12 @@ class Writer:
         self.line(f"{result} = {right}")
         self.depth -= 1
         return result
+
+
+def _constant_arguments(arguments: Any) -> bool:
+    """No arguments, or literal positional ones only (`|replace('a', 'b')`)."""
+    return arguments == ast.NO_ARGUMENTS or not arguments.kwargs and arguments.star is None \
+        and arguments.dstar is None and all(type(a) is ast.Const for a in arguments.args)
 
 
 def _pure(node: Any) -> bool:
