@@ -20,12 +20,12 @@ from ...grammar import ast
 from ...values.marks import Input, Mixed
 from ...values.markup import is_safe
 from ...values.printing import to_string
-from ...values.runtime import LoopContext, Namespace
+from ...values.runtime import LoopContext, Macro, Namespace
 from ...values.undefined import MISSING
 from ..loops import LoopSignal, assign, filtered, loop_iterator
 from ..scope import Scope
 from .access import _DICT_KEYS, _INDICES, ABSENT, DICT_ATTRIBUTES, LOOP_PROPERTIES, plain_read, read_path
-from .calls import _PLAIN_TESTS, plain_function
+from .calls import _PLAIN_TESTS, call_function, plain_function
 from .core import compile_body, compile_node, size
 from .operators import _COMPARED_CHEAPLY, _EQUALLY_CHEAP, addends
 from .statements import _loop_facts, _switch
@@ -41,7 +41,8 @@ _RUNTIME = {"ABSENT": ABSENT, "MISSING": MISSING, "Input": Input, "Mixed": Mixed
             "to_string": to_string, "LoopContext": LoopContext, "Namespace": Namespace, "LoopSignal": LoopSignal,
             "Scope": Scope, "loop_iterator": loop_iterator, "assign": assign, "filtered": filtered,
             "Exception": Exception, "Text": ast.Text, "Output": ast.Output,
-            "COMPARED_CHEAPLY": _COMPARED_CHEAPLY, "plain_function": plain_function, "PLAIN_TESTS": _PLAIN_TESTS, "DICT_KEYS": _DICT_KEYS, "INDICES": _INDICES, "is_safe": is_safe}
+            "COMPARED_CHEAPLY": _COMPARED_CHEAPLY, "plain_function": plain_function, "PLAIN_TESTS": _PLAIN_TESTS, "Macro": Macro, "call_function": call_function,
+            "StopIteration": StopIteration, "DICT_KEYS": _DICT_KEYS, "INDICES": _INDICES, "is_safe": is_safe}
 
 
 def tiered(table: dict, body: tuple) -> Any:
@@ -402,6 +403,9 @@ class Writer:
             if _pure(test.value) and _constant_arguments(test.arguments) \
                     and not (type(test.value) is ast.Name and test.name in ("defined", "undefined")):
                 return self.call_plain(node, test.value, "tests", not test.negated, scope, local, test)
+        elif kind is ast.Call and type(node.func) is ast.Name and node.arguments.star is None \
+                and node.arguments.dstar is None:
+            return self.call(node, scope, local)
         elif kind is ast.Unary and node.op == "not":
             value = self.expr(node.operand, scope, local)
             result = self.temp()
@@ -505,6 +509,28 @@ class Writer:
                 self.line(f"else: {result} = ABSENT")
         self.depth -= opened - 1
         self.line(f"if {result} is ABSENT: {result} = {self.closure(node, scope)}")
+        return result
+
+    def call(self, node: ast.Call, scope: str, local: dict) -> str:
+        """`f(a, k=b)` of a name (calls.compile_call and call_function): a macro invoked at
+        once, any other function through call_function; the function read, then the
+        arguments, in order."""
+        function, result = self.name(node.func.name, scope, local), self.temp()
+        args = [self.expr(a, scope, local) for a in node.arguments.args]
+        kwargs = [(name, self.expr(value, scope, local)) for name, value in node.arguments.kwargs]
+        arguments, named = self.temp(), self.temp()
+        self.line(f"{arguments} = [{', '.join(args)}]")
+        self.line(f"{named} = {{{', '.join(f'{name!r}: {value}' for name, value in kwargs)}}}")
+        self.line("try:")
+        self.line(f"    if type({function}) is Macro:")
+        self.line(f"        {result} = {function}.invoke({function}, tuple({arguments}), {named}, ev.autoescape)")
+        self.line("    else:")
+        self.line(f"        {result} = call_function(ev, {scope}, {function}, {arguments}, {named})")
+        self.line("except StopIteration:")
+        self.line(f"    {result} = ev.undefined('value was undefined because a callable raised a "
+                  "StopIteration exception')")
+        self.line("except Exception as e:")
+        self.line(f"    ev.fail(e, {self.constant(node)})")
         return result
 
     def call_plain(self, node: Any, value_node: Any, table: str, negated: Any, scope: str,
