@@ -27,7 +27,14 @@ from ..scope import Scope
 from .access import _DICT_KEYS, _INDICES, ABSENT, DICT_ATTRIBUTES, LOOP_PROPERTIES, plain_read, read_path
 from .calls import _PLAIN_TESTS, call_function, plain_function
 from .core import compile_body, compile_node, size
-from .operators import _COMPARED_CHEAPLY, _EQUALLY_CHEAP, addends
+from .operators import (_ARITHMETIC, _COMPARED_CHEAPLY, _EQUALLY_CHEAP, _HASHED_CHEAPLY, _NUMBERS, _ORDERED,
+                        _extension_comparison, _literal_texts, addends)
+from ..contexts import Context
+from ..expressions import COMPARE, SMALL_COPY, binary, cheap_to_compare, join_printed
+from ...metering import charge_compare
+from ...values.access import get_attribute
+from ...values.methods import DICT_METHODS, STR_METHODS
+from ...values.undefined import Undefined
 from .statements import _loop_facts, _switch
 
 HOT = 2  # the run of a body from which it is generated (tests set 1: every body from its first)
@@ -36,13 +43,36 @@ HOT = 2  # the run of a body from which it is generated (tests set 1: every body
 # stay calls of their closures.
 _MOST_BLOCKS = 12
 
+METHOD_NAMES = frozenset(STR_METHODS).union(DICT_METHODS)  # calls.compile_call's method calls
+def operate(ev: Any, scope: Any, op: str, a: Any, b: Any) -> Any:
+    """`a op b` past the fast paths (operators' operate and _plus)."""
+    if ev.binops and op in ev.binops:  # the sandbox's interception (Jinja2's)
+        return ev.env.call_binop(Context(ev, scope), op, a, b)
+    return binary(ev, op, a, b)
+
+
+def compare_values(ev: Any, op: str, left: Any, right: Any) -> Any:
+    """One comparison past the fast paths (operators' _compare and _compare_rest)."""
+    fn = COMPARE.get(op)
+    if fn is None:
+        fn = _extension_comparison(ev, op)
+    if (op == "in" or op == "not in") and type(right) is dict and type(left) in _HASHED_CHEAPLY:
+        pass  # `'tool_calls' in message`: one hash of a short key
+    elif not cheap_to_compare(left, right):
+        charge_compare(left, right)  # long strings scanned, structures walked
+    return fn(left, right)
+
+
 _RUNTIME = {"ABSENT": ABSENT, "MISSING": MISSING, "Input": Input, "Mixed": Mixed, "str": str,
             "int": int, "bool": bool, "dict": dict, "type": type, "len": len,
             "to_string": to_string, "LoopContext": LoopContext, "Namespace": Namespace, "LoopSignal": LoopSignal,
             "Scope": Scope, "loop_iterator": loop_iterator, "assign": assign, "filtered": filtered,
             "Exception": Exception, "Text": ast.Text, "Output": ast.Output,
             "COMPARED_CHEAPLY": _COMPARED_CHEAPLY, "plain_function": plain_function, "PLAIN_TESTS": _PLAIN_TESTS, "Macro": Macro, "call_function": call_function,
-            "StopIteration": StopIteration, "DICT_KEYS": _DICT_KEYS, "INDICES": _INDICES, "is_safe": is_safe}
+            "StopIteration": StopIteration, "SMALL_COPY": SMALL_COPY, "NUMBERS": _NUMBERS,
+            "ORDERED": _ORDERED, "join_printed": join_printed, "Undefined": Undefined,
+            "get_attribute": get_attribute, "operate": operate,
+            "compare_values": compare_values, "DICT_KEYS": _DICT_KEYS, "INDICES": _INDICES, "is_safe": is_safe}
 
 
 def tiered(table: dict, body: tuple) -> Any:
@@ -157,6 +187,12 @@ class Writer:
         elif kind is ast.Assign and type(node.target) is ast.NameTarget:
             value = self.expr(node.expr, scope, local)
             self.line(f"{scope}.vars[{node.target.name!r}] = {value}")
+        elif kind is ast.Assign:  # `ns.x = ...`, `a, b = ...` (statements' set_target)
+            value = self.expr(node.expr, scope, local)
+            self.line("try:")
+            self.line(f"    assign(ev, {self.constant(node.target)}, {value}, {scope})")
+            self.line("except Exception as e:")
+            self.line(f"    ev.fail(e, {self.constant(node)})")
         else:
             self.line(self.closure(node, scope))
             self.line("out, fast = ev.out, ev.fast")  # as they are after any statement
@@ -406,6 +442,16 @@ class Writer:
         elif kind is ast.Call and type(node.func) is ast.Name and node.arguments.star is None \
                 and node.arguments.dstar is None:
             return self.call(node, scope, local)
+        elif kind is ast.Binary and not _sum(node):
+            return self.binary(node, scope, local)
+        elif kind is ast.Concat:
+            items = [self.expr(item, scope, local) for item in node.items]
+            return self.located(f"join_printed(ev, [{', '.join(items)}])", node)
+        elif kind is ast.CondExpr:
+            return self.condition(node, scope, local)
+        elif kind is ast.Call and type(node.func) is ast.GetAttr and node.func.attr in METHOD_NAMES \
+                and node.arguments.star is None and node.arguments.dstar is None:
+            return self.method_call(node, scope, local)
         elif kind is ast.Unary and node.op == "not":
             value = self.expr(node.operand, scope, local)
             result = self.temp()
@@ -414,9 +460,136 @@ class Writer:
             self.line("except Exception as e:")
             self.line(f"    ev.fail(e, {self.constant(node)})")
             return result
+        return self.fallback(node, scope)
+
+    def fallback(self, node: Any, scope: str) -> str:
         result = self.temp()
         self.line(f"{result} = {self.closure(node, scope)}")
         return result
+
+    def located(self, expression: str, node: Any) -> str:
+        """`expression`'s value, a failure raised at `node`."""
+        result = self.temp()
+        self.line("try:")
+        self.line(f"    {result} = {expression}")
+        self.line("except Exception as e:")
+        self.line(f"    ev.fail(e, {self.constant(node)})")
+        return result
+
+    def binary(self, node: ast.Binary, scope: str, local: dict) -> str:
+        """operators' `operate` and `_plus`: plain numbers (and, for `+`, two short texts)
+        at once; the rest as binary() does it, or through the sandbox's interception."""
+        a, b = self.expr(node.left, scope, local), self.expr(node.right, scope, local)
+        result, op = self.temp(), node.op
+        if op == "+":
+            kind = self.temp()
+            self.line(f"{kind} = type({a})")
+            self.line(f"if {kind} is type({b}) and not binops and ({kind} is str and "
+                      f"len({a}) + len({b}) <= SMALL_COPY or {kind} is int or {kind} is float):")
+            self.line(f"    {result} = {a} + {b}")
+        elif op in _ARITHMETIC:
+            self.line(f"if type({a}) in NUMBERS and type({b}) in NUMBERS and not binops:")
+            self.line("    try:")
+            self.line(f"        {result} = {a} {op} {b}")
+            self.line("    except Exception as e:")
+            self.line(f"        ev.fail(e, {self.constant(node)})")
+        else:  # `*`, `**`: they can grow a value past the limits, binary() checks
+            self.line(f"{result} = {self.located(f'operate(ev, {scope}, {op!r}, {a}, {b})', node)}")
+            return result
+        self.line("else:")
+        self.depth += 1
+        self.line(f"{result} = {self.located(f'operate(ev, {scope}, {op!r}, {a}, {b})', node)}")
+        self.depth -= 1
+        return result
+
+    def compare_one(self, node: ast.Compare, scope: str, local: dict) -> str:
+        """One comparison (operators' _compare, and `among` for `x in ['a', 'b']`): numbers at
+        once; text in a set of literal texts; the rest through compare_values."""
+        (op, right_node), = node.ops
+        left, result = self.expr(node.first, scope, local), self.temp()
+        texts = _literal_texts(node)
+        if texts is not None:
+            kind = self.temp()
+            self.line(f"{kind} = type({left})")
+            self.line(f"if {kind} is str or {kind} is Input:")
+            self.line(f"    {result} = ({left} in {self.constant(texts)}) is {op == 'in'}")
+            self.line("else:")
+            self.depth += 1
+            right = self.expr(right_node, scope, local)
+            self.line(f"{result} = {self.located(f'compare_values(ev, {op!r}, {left}, {right})', node)}")
+            self.depth -= 1
+            return result
+        right = self.expr(right_node, scope, local)
+        if op in ("in", "not in"):
+            self.line(f"{result} = {self.located(f'compare_values(ev, {op!r}, {left}, {right})', node)}")
+            return result
+        self.line(f"if type({left}) in ORDERED and type({right}) in ORDERED:")
+        self.line(f"    {result} = {left} {op} {right}")
+        self.line("else:")
+        self.depth += 1
+        self.line(f"{result} = {self.located(f'compare_values(ev, {op!r}, {left}, {right})', node)}")
+        self.depth -= 1
+        return result
+
+    def condition(self, node: ast.CondExpr, scope: str, local: dict) -> str:
+        """`a if test else b` (compile_condexpr): without `else`, the lenient Undefined."""
+        result = self.temp()
+        taken = self.truth(self.expr(node.test, scope, local), node)
+        self.line(f"if {taken}:")
+        self.depth += 1
+        self.line(f"{result} = {self.expr(node.then, scope, local)}")
+        self.depth -= 1
+        self.line("else:")
+        self.depth += 1
+        if node.otherwise is None:
+            message = (f"the inline if-expression on line {node.span.line} evaluated to false and "
+                       "no else section was defined.")
+            self.line(f"{result} = Undefined({self.constant(message)})")
+        else:
+            self.line(f"{result} = {self.expr(node.otherwise, scope, local)}")
+        self.depth -= 1
+        return result
+
+    def method_call(self, node: ast.Call, scope: str, local: dict) -> str:
+        """`text.strip()`, `message.get('x')` (calls._method_call): a string's or plain dict's
+        method called at once; any other receiver's attribute got and called in general (the
+        arguments evaluated after the attribute, as there)."""
+        func, result = node.func, self.temp()
+        receiver, kind, method = self.expr(func.obj, scope, local), self.temp(), self.temp()
+        string_method, dict_method = STR_METHODS.get(func.attr), DICT_METHODS.get(func.attr)
+        self.line(f"{kind} = type({receiver})")
+        self.line(f"if {kind} is str or {kind} is Input or {kind} is Mixed: "
+                  f"{method} = {self.constant(string_method)}")
+        self.line(f"elif {kind} is dict: {method} = {self.constant(dict_method)}")
+        self.line(f"else: {method} = None")
+        self.line(f"if {method} is not None:")
+        self.depth += 1
+        arguments = self.arguments(node.arguments, scope, local)
+        self.line("try:")
+        self.line(f"    {result} = {method}({receiver}{arguments})")
+        self.line("except StopIteration:")
+        self.line(f"    {result} = ev.undefined('value was undefined because a callable raised a "
+                  "StopIteration exception')")
+        self.line("except Exception as e:")
+        self.line(f"    ev.fail(e, {self.constant(node)})")
+        self.depth -= 1
+        self.line("else:")
+        self.depth += 1
+        function = self.located(f"get_attribute({receiver}, {func.attr!r}, ev.undefined, ev.mutable)",
+                                func)
+        args = [self.expr(a, scope, local) for a in node.arguments.args]
+        kwargs = [(name, self.expr(value, scope, local)) for name, value in node.arguments.kwargs]
+        named = "{" + ", ".join(f"{name!r}: {value}" for name, value in kwargs) + "}"
+        self.line(f"{result} = "
+                  f"{self.located(f'call_function(ev, {scope}, {function}, [{chr(44).join(args)}], {named})', node)}")
+        self.depth -= 1
+        return result
+
+    def arguments(self, arguments: Any, scope: str, local: dict) -> str:
+        """`, a, b, k=v`: the arguments evaluated in order, for a call's text."""
+        args = [self.expr(a, scope, local) for a in arguments.args]
+        kwargs = [(name, self.expr(value, scope, local)) for name, value in arguments.kwargs]
+        return "".join(f", {a}" for a in args) + "".join(f", {name}={value}" for name, value in kwargs)
 
     def name(self, name: str, scope: str, local: dict) -> str:
         """compile_name's lookup: the scope chain walked inline (a kept loop's variable is a
@@ -564,21 +737,22 @@ class Writer:
         return result
 
     def compare(self, node: ast.Compare, scope: str, local: dict) -> str:
-        """`x == 'literal'` (operators' _equals_constant) when reading `x` again is unseen (a
-        name or a plain read); any other comparison is its closure's."""
-        result = self.temp()
-        simple = len(node.ops) == 1 and node.ops[0][0] in ("==", "!=") \
-            and type(node.ops[0][1]) is ast.Const and type(node.ops[0][1].value) in _EQUALLY_CHEAP
-        value = node.ops[0][1].value if simple else None
-        if not simple or type(value) is str and len(value) > 2048 \
-                or not _pure(node.first):
-            self.line(f"{result} = {self.closure(node, scope)}")
-            return result
-        left = self.expr(node.first, scope, local)
+        """`x == 'literal'` (operators' _equals_constant): plain data compared at once; one
+        comparison of any other form by compare_one; a chain (`a < b < c`) by its closure."""
+        if len(node.ops) != 1:
+            return self.fallback(node, scope)
+        (op, right), = node.ops
+        value = right.value if type(right) is ast.Const else None
+        if op not in ("==", "!=") or type(right) is not ast.Const or type(value) not in _EQUALLY_CHEAP \
+                or type(value) is str and len(value) > 2048:
+            return self.compare_one(node, scope, local)
+        left, result, literal = self.expr(node.first, scope, local), self.temp(), self.constant(value)
         self.line(f"if type({left}) in COMPARED_CHEAPLY:")
-        self.line(f"    {result} = {left} {node.ops[0][0]} {self.constant(value)}")
+        self.line(f"    {result} = {left} {op} {literal}")
         self.line("else:")
-        self.line(f"    {result} = {self.closure(node, scope)}")
+        self.depth += 1
+        self.line(f"{result} = {self.located(f'compare_values(ev, {op!r}, {left}, {literal})', node)}")
+        self.depth -= 1
         return result
 
     def logical(self, node: ast.Logical, scope: str, local: dict) -> str:
@@ -612,3 +786,4 @@ def _sum(expr: Any) -> bool:
     """`{{ a + b + c }}`: compile_output gives it to compile_sum, one closure."""
     return type(expr) is ast.Binary and expr.op == "+" and type(expr.left) is ast.Binary \
         and expr.left.op == "+"
+
