@@ -1,49 +1,28 @@
-"""The second tier: a body that keeps being run becomes one generated Python function.
-
-A body (a template's, a macro's, a block's) first runs as closures (core.py), which cost no
-Python compile: a template rendered once pays only for its parse. Once a body has run `HOT`
-times it is written out as the source of one function, compiled by Python and used from then on
-(`tiered`). The function does inline what the commonest nodes do (text, `{{ }}`, `if`/`elif`, a
-`for` whose frame can be kept, `set` of a name, names, plain reads, literals, `==` with a
-literal, `and`/`or`/`not`), without a call per node; a loop's variable is a Python local in
-its body. Every other node is a call of its closure, made by the same compilers as the first
-tier, so the two tiers mean the same: the generated code is only the closures' work, written
-out (each inline form says which closure it stands for). Failures are raised at the same nodes.
-
-A body the generator cannot write (nesting deeper than Python compiles) keeps its closures.
-"""
+"""Expressions written out: each gives a Python expression (a constant or a local) holding
+the node's value, the lines computing it written before. Each form is the work of a closure
+(compiling/access.py, calls.py, operators.py), written out, with that closure's fast paths and,
+past them, its general path on the values already read; a node of any other form is a call of
+its closure. `scope` names the variable holding the current frame; `local` maps template names
+to the Python locals that hold them (a kept loop frame's variable and `loop`)."""
 from __future__ import annotations
 
 from typing import Any
 
-from ...grammar import ast
-from ...values.marks import Input, Mixed
-from ...values.markup import is_safe
-from ...values.printing import to_string
-from ...values.runtime import LoopContext, Macro, Namespace
-from ...values.undefined import MISSING
-from ..loops import LoopSignal, assign, filtered, loop_iterator
-from ..scope import Scope
-from .access import _DICT_KEYS, _INDICES, ABSENT, DICT_ATTRIBUTES, LOOP_PROPERTIES, plain_read, read_path
-from .calls import _PLAIN_TESTS, call_function, plain_function
-from .core import compile_body, compile_node, size
-from .operators import (_ARITHMETIC, _COMPARED_CHEAPLY, _EQUALLY_CHEAP, _HASHED_CHEAPLY, _NUMBERS, _ORDERED,
-                        _extension_comparison, _literal_texts, addends)
-from ..contexts import Context
-from ..expressions import COMPARE, SMALL_COPY, binary, cheap_to_compare, join_printed
-from ...metering import charge_compare
-from ...values.access import get_attribute
-from ...values.methods import DICT_METHODS, STR_METHODS
-from ...values.undefined import Undefined
-from .statements import _loop_facts, _switch
-
-HOT = 2  # the run of a body from which it is generated (tests set 1: every body from its first)
-
-# Python refuses more than 20 nested blocks (loops, try) in one function: deeper statements
-# stay calls of their closures.
-_MOST_BLOCKS = 12
+from ....grammar import ast
+from ....metering import charge_compare
+from ....values.access import get_attribute
+from ....values.methods import DICT_METHODS, STR_METHODS
+from ...contexts import Context
+from ...expressions import COMPARE, SMALL_COPY, binary, cheap_to_compare, join_printed
+from ..access import _DICT_KEYS, _INDICES, ABSENT, DICT_ATTRIBUTES, LOOP_PROPERTIES, plain_read, read_path
+from ..calls import _PLAIN_TESTS, call_function, plain_function
+from ..operators import (_ARITHMETIC, _COMPARED_CHEAPLY, _EQUALLY_CHEAP, _HASHED_CHEAPLY, _NUMBERS,
+                         _ORDERED, _extension_comparison, _literal_texts)
+from .writer import Writer
 
 METHOD_NAMES = frozenset(STR_METHODS).union(DICT_METHODS)  # calls.compile_call's method calls
+
+
 def operate(ev: Any, scope: Any, op: str, a: Any, b: Any) -> Any:
     """`a op b` past the fast paths (operators' operate and _plus)."""
     if ev.binops and op in ev.binops:  # the sandbox's interception (Jinja2's)
@@ -63,350 +42,17 @@ def compare_values(ev: Any, op: str, left: Any, right: Any) -> Any:
     return fn(left, right)
 
 
-_RUNTIME = {"ABSENT": ABSENT, "MISSING": MISSING, "Input": Input, "Mixed": Mixed, "str": str,
-            "int": int, "bool": bool, "dict": dict, "type": type, "len": len,
-            "to_string": to_string, "LoopContext": LoopContext, "Namespace": Namespace, "LoopSignal": LoopSignal,
-            "Scope": Scope, "loop_iterator": loop_iterator, "assign": assign, "filtered": filtered,
-            "Exception": Exception, "Text": ast.Text, "Output": ast.Output,
-            "COMPARED_CHEAPLY": _COMPARED_CHEAPLY, "plain_function": plain_function, "PLAIN_TESTS": _PLAIN_TESTS, "Macro": Macro, "call_function": call_function,
-            "StopIteration": StopIteration, "SMALL_COPY": SMALL_COPY, "NUMBERS": _NUMBERS,
-            "ORDERED": _ORDERED, "join_printed": join_printed, "Undefined": Undefined,
-            "get_attribute": get_attribute, "operate": operate,
-            "compare_values": compare_values, "DICT_KEYS": _DICT_KEYS, "INDICES": _INDICES, "is_safe": is_safe}
+# What the expressions' code calls besides the writer's RUNTIME.
+HELPERS = {"ABSENT": ABSENT, "operate": operate, "compare_values": compare_values,
+           "join_printed": join_printed, "get_attribute": get_attribute, "call_function": call_function,
+           "plain_function": plain_function, "PLAIN_TESTS": _PLAIN_TESTS, "SMALL_COPY": SMALL_COPY,
+           "NUMBERS": _NUMBERS, "ORDERED": _ORDERED, "COMPARED_CHEAPLY": _COMPARED_CHEAPLY,
+           "DICT_KEYS": _DICT_KEYS, "INDICES": _INDICES}
 
 
-def tiered(table: dict, body: tuple) -> Any:
-    """The closure of `body` that, on its `HOT`-th run, replaces itself in `table` (the
-    template's code table) by the generated function."""
-    closure = compile_body(body)
-    runs = [0]
+class ExpressionWriter(Writer):
+    """Writes expressions (see the module's doc)."""
 
-    def run(ev: Any, scope: Any) -> Any:
-        runs[0] += 1
-        if runs[0] == HOT:
-            generated = generate(body)
-            if generated is not None:
-                table[id(body)] = (generated, body)
-                return generated(ev, scope)
-        return closure(ev, scope)
-    return run
-
-
-def generate(body: tuple) -> Any:
-    """The generated function of `body`, or None when Python cannot compile it."""
-    writer = Writer()
-    writer.body(body, "scope", {})
-    # What stays the same while a body runs is read once: the budget, and the binary
-    # operators the sandbox intercepts; the output list and whether it is written directly,
-    # again after each statement run by its closure (a capture swaps and restores them).
-    source = ("def body(ev, scope):\n    budget, binops, out, fast = ev.budget, ev.binops, ev.out, ev.fast\n"
-              + "\n".join(writer.lines) + "\n")
-    namespace = dict(_RUNTIME, **writer.constants)
-    try:
-        exec(compile(source, "<jinjamark generated>", "exec"), namespace)
-    except (SyntaxError, RecursionError, MemoryError):  # too deep for Python: keep the closures
-        return None
-    function = namespace["body"]
-    function.source = source  # for a reader debugging a render
-    return function
-
-
-class Writer:
-    """Writes a body's statements as lines of Python. `scope` is the name of the variable
-    holding the current frame; `local` maps template names to the Python locals that hold them
-    (a kept loop frame's variable)."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.constants: dict[str, Any] = {}
-        self.depth = 1  # indentation
-        self.blocks = 0  # nested loops and try blocks
-        self.count = 0
-
-    # ------------------------------------------------------------------ helpers
-    def line(self, text: str) -> None:
-        self.lines.append("    " * self.depth + text)
-
-    def constant(self, value: Any) -> str:
-        self.count += 1
-        name = f"k{self.count}"
-        self.constants[name] = value
-        return name
-
-    def temp(self) -> str:
-        self.count += 1
-        return f"t{self.count}"
-
-    def closure(self, node: Any, scope: str) -> str:
-        """A call of the node's closure (the first tier's code for it)."""
-        return f"{self.constant(compile_node(node))}(ev, {scope})"
-
-    def indented(self, write: Any, *args: Any) -> None:
-        self.depth += 1
-        write(*args)
-        self.depth -= 1
-
-    def charge(self, cost: int) -> None:
-        """Fuel for a body about to run (compile_body's)."""
-        if cost:
-            self.line(f"ev.steps -= {cost}")
-            self.line("if ev.steps <= 0: ev.steps = budget.refuel(ev.steps)")
-
-    def truth(self, value: str, node: Any) -> str:
-        """`bool(value)`, a strict undefined's refusal raised at `node`."""
-        result = self.temp()
-        self.line("try:")
-        self.line(f"    {result} = True if {value} else False")
-        self.line("except Exception as e:")
-        self.line(f"    ev.fail(e, {self.constant(node)})")
-        return result
-
-    # ------------------------------------------------------------------ statements
-    def body(self, body: tuple, scope: str, local: dict) -> None:
-        self.charge(sum(map(size, body)))
-        self.statements(body, scope, local)
-
-    def statements(self, body: tuple, scope: str, local: dict) -> None:
-        if not body:
-            self.line("pass")
-        for statement in body:
-            self.statement(statement, scope, local)
-
-    def statement(self, node: Any, scope: str, local: dict) -> None:
-        kind = type(node)
-        if kind is ast.Text:
-            self.text(node, scope)
-        elif kind is ast.Output and not _sum(node.expr):
-            self.output(node, scope, local)
-        elif kind is ast.Output and all(map(_pure, addends(node.expr)[0])):
-            self.output_sum(node, scope, local)
-        elif kind is ast.If:
-            self.if_(node, scope, local)
-        elif kind is ast.For and self.blocks < _MOST_BLOCKS and self.for_(node, scope, local):
-            pass
-        elif kind is ast.Assign and type(node.target) is ast.NameTarget:
-            value = self.expr(node.expr, scope, local)
-            self.line(f"{scope}.vars[{node.target.name!r}] = {value}")
-        elif kind is ast.Assign:  # `ns.x = ...`, `a, b = ...` (statements' set_target)
-            value = self.expr(node.expr, scope, local)
-            self.line("try:")
-            self.line(f"    assign(ev, {self.constant(node.target)}, {value}, {scope})")
-            self.line("except Exception as e:")
-            self.line(f"    ev.fail(e, {self.constant(node)})")
-        else:
-            self.line(self.closure(node, scope))
-            self.line("out, fast = ev.out, ev.fast")  # as they are after any statement
-
-    def text(self, node: ast.Text, scope: str) -> None:
-        """compile_text's write_text."""
-        self.line("if fast:")
-        self.line(f"    budget.output -= {len(node.text)}")
-        self.line("    if budget.output < 0: budget.wrote(0)")
-        self.line(f"    out.append({self.constant(node.text)})")
-        self.line("else:")
-        self.line(f"    ev.handlers[Text](ev, {self.constant(node)}, {scope})")
-
-    def output(self, node: ast.Output, scope: str, local: dict) -> None:
-        """compile_output's output (a `+` chain is compile_sum's closure)."""
-        self.line("if not fast:")
-        self.line(f"    ev.handlers[Output](ev, {self.constant(node)}, {scope})")
-        self.line("else:")
-        self.depth += 1
-        value = self.expr(node.expr, scope, local)
-        kind, text = self.temp(), self.temp()
-        self.line("try:")
-        self.line(f"    {kind} = type({value})")
-        self.line(f"    {text} = {value} if {kind} is str or {kind} is Input or {kind} is Mixed else "
-                  f"str({value}) if {kind} is int or {kind} is bool else to_string({value})")
-        self.line(f"    if {text}:")
-        self.line(f"        budget.output -= len({text})")
-        self.line("        if budget.output < 0: budget.wrote(0)")
-        self.line(f"        out.append({text})")
-        self.line("except Exception as e:")
-        self.line(f"    ev.fail(e, {self.constant(node)})")
-        self.depth -= 1
-
-    def output_sum(self, node: ast.Output, scope: str, local: dict) -> None:
-        """compile_sum's `{{ a + b + c }}` when each addend is a read (no effect, so that
-        reading it again is unseen): while the addends are text they are written one after the
-        other; from the first that is not, the sum's closure does it all, as it would have."""
-        whole = self.constant(compile_node(node))  # compile_sum(expr, output=node)
-        self.line("if not fast or binops and '+' in binops:")
-        self.line(f"    {whole}(ev, {scope})")
-        self.line("else:")
-        self.depth += 1
-        done = self.temp()
-        self.line(f"{done} = False")
-        operands, pieces, values, size, opened = addends(node.expr)[0], [], [], 0, 0
-        for operand in operands:
-            if type(operand) is ast.Const and type(operand.value) is str:
-                size += len(operand.value)
-                if pieces and pieces[-1] in self.constants and type(self.constants[pieces[-1]]) is str:
-                    self.constants[pieces[-1]] += operand.value  # adjacent literals, one piece
-                else:
-                    pieces.append(self.constant(operand.value))
-                continue
-            value, kind = self.expr(operand, scope, local), self.temp()
-            self.line(f"{kind} = type({value})")
-            self.line(f"if {kind} is str or {kind} is Input or {kind} is Mixed and not is_safe({value}):")
-            self.depth += 1
-            opened += 1
-            pieces.append(value)
-            values.append(value)
-        lengths = "".join(f" + len({value})" for value in values)
-        self.line("try:")
-        self.line(f"    budget.output -= {size}{lengths}")
-        self.line("    if budget.output < 0: budget.wrote(0)")
-        self.line(f"    out.extend(({', '.join(pieces)},))")
-        self.line("except Exception as e:")
-        self.line(f"    ev.fail(e, {self.constant(node)})")
-        self.line(f"{done} = True")
-        self.depth -= opened
-        self.line(f"if not {done}:")
-        self.line(f"    {whole}(ev, {scope})")
-        self.depth -= 1
-
-    def if_(self, node: ast.If, scope: str, local: dict) -> None:
-        """compile_if: the first test that holds chooses the body; an if/elif chain on one
-        plain read against text literals (_switch) finds its branch in one dict look."""
-        branches = [body for _, body in node.branches] + [node.otherwise]
-        if len(node.branches) == 1:  # compile_if's _if_else
-            taken = self.truth(self.expr(node.branches[0][0], scope, local), node)
-            self.line(f"if {taken}:")
-            self.indented(self.body, branches[0], scope, local)
-            if branches[1]:
-                self.line("else:")
-                self.indented(self.body, branches[1], scope, local)
-            return
-        read, table, switched = _switch(node) if len(node.branches) > 1 else (None, {}, 0)
-        chosen = self.temp()
-        if switched:
-            value, kind = self.temp(), self.temp()
-            variable, steps = read_path(node.branches[0][0].first)
-            if len(steps) == 1 and not steps[0][1] and local.get(variable) is not None:
-                obj = local[variable]  # `m['role']` of a kept loop's `m`: _item_code's read
-                self.line(f"{value} = {obj}.get({self.constant(steps[0][0])}, ABSENT) "
-                          f"if type({obj}) is dict else ABSENT")
-            else:
-                self.line(f"{value} = {self.constant(read)}(ev, {scope})")
-            self.line(f"{kind} = type({value})")
-            self.line(f"if {kind} is str or {kind} is Input:")
-            self.line(f"    {chosen} = {self.constant(table)}.get({value}, -1)")
-            self.line(f"    if {chosen} < 0: {chosen} = -{switched + 1}")
-            self.line("else:")
-            self.line(f"    {chosen} = -1")
-            self.line(f"if {chosen} < 0:")
-            self.depth += 1
-            # -1: every test in turn; -(switched + 1): the tests after the switched ones
-            self.tests(node, scope, local, chosen, skip=switched)
-            self.depth -= 1
-        else:
-            self.tests(node, scope, local, chosen, skip=0)
-        for index, body in enumerate(branches):
-            self.line(("if" if index == 0 else "elif") + f" {chosen} == {index}:")
-            self.depth += 1
-            if body:
-                self.body(body, scope, local)
-            else:
-                self.line("pass")
-            self.depth -= 1
-
-    def tests(self, node: ast.If, scope: str, local: dict, chosen: str, skip: int) -> None:
-        """The branch index into `chosen`: the tests tried in order (from `skip` on when
-        `chosen` says the switched ones are known to fail), the else's index if none holds."""
-        self.line("while True:")
-        self.depth += 1
-        for index, (test, _) in enumerate(node.branches):
-            guarded = skip and index < skip
-            if guarded:
-                self.line(f"if {chosen} == -1:")
-                self.depth += 1
-            value = self.expr(test, scope, local)
-            taken = self.truth(value, node)
-            self.line(f"if {taken}:")
-            self.line(f"    {chosen} = {index}")
-            self.line("    break")
-            if guarded:
-                self.depth -= 1
-        self.line(f"{chosen} = {len(node.branches)}")
-        self.line("break")
-        self.depth -= 1
-
-    def for_(self, node: ast.For, scope: str, local: dict) -> bool:
-        """compile_for and _iterate, written out: each iteration in a frame of its own, or the
-        same frame with new variables (`reuse`), or the same frame and dict (`fixed`), where
-        the variable is a Python local too and `loop` the LoopContext. A recursive loop is its
-        closure's (False)."""
-        if node.recursive:
-            return False
-        wants_loop, reuse, writes = _loop_facts(node)
-        target = node.target
-        name = target.name if type(target) is ast.NameTarget else None
-        fixed = reuse and name is not None and not writes
-        n = self.constant(node)
-        iterable, iterator, length, items = self.temp(), self.temp(), self.temp(), self.temp()
-        inner, variables, item, completed = self.temp(), self.temp(), self.temp(), self.temp()
-        self.line(f"if ev.declared: ev.declare({n}, {scope})")
-        self.line(f"{iterable} = {self.expr(node.iter, scope, local)}")
-        self.line("try:")
-        self.line(f"    {iterator}, {length} = loop_iterator({iterable})")
-        self.line("except Exception as e:")
-        self.line(f"    ev.fail(e, {n})")
-        if node.condition is not None:
-            self.line(f"{iterator}, {length} = filtered(ev, {n}, {scope}, {iterator}), None")
-        if wants_loop:
-            self.line(f"{items} = LoopContext({iterator}, {length}, 0, ev.undefined, None, {iterable})")
-        else:
-            self.line(f"{items} = {iterator}")
-        self.line(f"{inner} = Scope({scope})")
-        if fixed:
-            loop = f", 'loop': {items}" if wants_loop else ""
-            self.line(f"{variables} = {inner}.vars = {{{name!r}: None{loop}}}")
-        self.line(f"{completed} = False")
-        self.line("try:")
-        self.line(f"    for {item} in {items}:")
-        self.depth += 2
-        self.blocks += 3
-        self.line("budget.iterations -= 1")
-        self.line("if budget.iterations < 0: budget.iterate(0)")
-        self.charge(sum(map(size, node.body)) + 1)
-        if fixed:
-            self.line(f"{variables}[{name!r}] = {item}")
-            inside = {**local, name: item, "loop": items if wants_loop else None}
-        else:
-            if not reuse:
-                self.line(f"{inner} = Scope({scope})")
-            if name is not None:
-                self.line(f"{inner}.vars = {{{name!r}: {item}}}")
-            else:
-                self.line(f"{inner}.vars = {{}}")
-                self.line(f"assign(ev, {self.constant(target)}, {item}, {inner})")
-            if wants_loop:
-                self.line(f"{inner}.vars['loop'] = {items}")
-            inside = {}  # the body sets names in the frame: every name read from it
-        self.line("try:")
-        self.depth += 1
-        self.statements(node.body, inner, inside)
-        self.line(f"{completed} = True")
-        self.depth -= 1
-        self.line("except LoopSignal as signal:")
-        self.line("    if signal.stop: break")
-        self.depth -= 2
-        self.blocks -= 3
-        self.line("except LoopSignal:")
-        self.line("    raise")
-        self.line("except Exception as e:")
-        self.line(f"    ev.fail(e, {n})")
-        if node.otherwise:
-            other = self.temp()
-            self.line(f"if not {completed}:")
-            self.depth += 1
-            self.line(f"{other} = Scope({scope})")  # a frame of its own: what it sets stays there
-            self.body(node.otherwise, other, {})
-            self.depth -= 1
-        return True
-
-    # ------------------------------------------------------------------ expressions
     def expr(self, node: Any, scope: str, local: dict) -> str:
         """A Python expression (a literal's constant or a local) holding the node's value,
         the lines computing it written before."""
@@ -461,20 +107,6 @@ class Writer:
             self.line(f"    ev.fail(e, {self.constant(node)})")
             return result
         return self.fallback(node, scope)
-
-    def fallback(self, node: Any, scope: str) -> str:
-        result = self.temp()
-        self.line(f"{result} = {self.closure(node, scope)}")
-        return result
-
-    def located(self, expression: str, node: Any) -> str:
-        """`expression`'s value, a failure raised at `node`."""
-        result = self.temp()
-        self.line("try:")
-        self.line(f"    {result} = {expression}")
-        self.line("except Exception as e:")
-        self.line(f"    ev.fail(e, {self.constant(node)})")
-        return result
 
     def binary(self, node: ast.Binary, scope: str, local: dict) -> str:
         """operators' `operate` and `_plus`: plain numbers (and, for `+`, two short texts)
@@ -786,4 +418,3 @@ def _sum(expr: Any) -> bool:
     """`{{ a + b + c }}`: compile_output gives it to compile_sum, one closure."""
     return type(expr) is ast.Binary and expr.op == "+" and type(expr.left) is ast.Binary \
         and expr.left.op == "+"
-

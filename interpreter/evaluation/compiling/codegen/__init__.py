@@ -1,0 +1,68 @@
+"""The second tier: a body that keeps being run becomes one generated Python function.
+
+A body (a template's, a macro's, a block's) first runs as closures (compiling/core.py), which
+cost no Python compile: a template rendered once pays only for its parse. On its `HOT`-th run
+the body is written out as the source of one function, compiled by Python and used from then on
+(`tiered`). What the commonest nodes do is written inline, without a call per node: text,
+`{{ }}`, `if`/`elif`, `for`, `set`, names (a loop's variable a Python local where nothing sets
+names in the loop), plain reads and paths, literals, comparisons, arithmetic, `~`, `and`/`or`/
+`not`, the inline `if`, builtin filters and tests, method calls on text and dicts, calls of
+macros (statements.py, expressions.py). Every other node is a call of its closure, made by the
+same compilers as the first tier, so the two tiers mean the same: each inline form is its
+closure's work written out, with the same fast paths, the same general path past them, the same
+fuel and limits, failures raised at the same nodes. tests/test_codegen.py runs the differential
+suites with every body generated.
+
+A body Python cannot compile (nested deeper than it allows) keeps its closures.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..core import compile_body
+from .expressions import HELPERS
+from .statements import StatementWriter
+from .writer import RUNTIME
+
+HOT = 2  # the run of a body from which it is generated (tests set 1: every body from its first)
+
+_NAMESPACE = {**RUNTIME, **HELPERS}
+
+
+def tiered(table: dict, body: tuple) -> Any:
+    """The closure of `body` that, on its `HOT`-th run, replaces itself in `table` (the
+    template's code table) by the generated function."""
+    closure = compile_body(body)
+    runs = [0]
+
+    def run(ev: Any, scope: Any) -> Any:
+        runs[0] += 1
+        if runs[0] == HOT:
+            generated = generate(body)
+            if generated is not None:
+                table[id(body)] = (generated, body)
+                return generated(ev, scope)
+        return closure(ev, scope)
+    return run
+
+
+def generate(body: tuple) -> Any:
+    """The generated function of `body`, or None when Python cannot compile it."""
+    writer = StatementWriter()
+    writer.body(body, "scope", {})
+    # What stays the same while a body runs is read once: the budget, and the binary
+    # operators the sandbox intercepts; the output list and whether it is written directly,
+    # again after each statement run by its closure (a capture swaps and restores them).
+    source = ("def body(ev, scope):\n    budget, binops, out, fast = ev.budget, ev.binops, ev.out, ev.fast\n"
+              + "\n".join(writer.lines) + "\n")
+    namespace = dict(_NAMESPACE, **writer.constants)
+    try:
+        exec(compile(source, "<jinjamark generated>", "exec"), namespace)
+    except (SyntaxError, RecursionError, MemoryError):  # too deep for Python: keep the closures
+        return None
+    function = namespace["body"]
+    function.source = source  # for a reader debugging a render
+    return function
+
+
+__all__ = ["HOT", "generate", "tiered"]

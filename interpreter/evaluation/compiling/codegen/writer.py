@@ -1,0 +1,88 @@
+"""The generated code's writer: lines, indentation, the constants the code refers to (nodes,
+closures, literals), temporaries, and the pieces every writer uses (fuel, truth, a failure
+located at a node, a node's closure as a fallback)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ....grammar import ast
+from ....values.marks import Input, Mixed
+from ....values.markup import is_safe
+from ....values.printing import to_string
+from ....values.runtime import LoopContext, Macro, Namespace
+from ....values.undefined import MISSING, Undefined
+from ...loops import LoopSignal, assign, filtered, loop_iterator
+from ...scope import Scope
+from ..core import compile_node
+
+# Names the generated code uses besides its constants (codegen/__init__.py adds the helpers of
+# expressions.py).
+RUNTIME = {"MISSING": MISSING, "Input": Input, "Mixed": Mixed, "str": str, "int": int,
+           "bool": bool, "dict": dict, "type": type, "len": len, "to_string": to_string,
+           "is_safe": is_safe, "LoopContext": LoopContext, "Namespace": Namespace, "Macro": Macro,
+           "Undefined": Undefined, "LoopSignal": LoopSignal, "Scope": Scope, "assign": assign,
+           "filtered": filtered, "loop_iterator": loop_iterator, "Exception": Exception,
+           "StopIteration": StopIteration, "Text": ast.Text, "Output": ast.Output}
+
+
+class Writer:
+    """Writes Python lines at the current indentation (`depth`); `blocks` counts the nested
+    loops and try blocks around them (Python compiles at most 20)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.constants: dict[str, Any] = {}
+        self.depth = 1  # indentation
+        self.blocks = 0  # nested loops and try blocks
+        self.count = 0
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+    def constant(self, value: Any) -> str:
+        self.count += 1
+        name = f"k{self.count}"
+        self.constants[name] = value
+        return name
+
+    def temp(self) -> str:
+        self.count += 1
+        return f"t{self.count}"
+
+    def closure(self, node: Any, scope: str) -> str:
+        """A call of the node's closure (the first tier's code for it)."""
+        return f"{self.constant(compile_node(node))}(ev, {scope})"
+
+    def indented(self, write: Any, *args: Any) -> None:
+        self.depth += 1
+        write(*args)
+        self.depth -= 1
+
+    def charge(self, cost: int) -> None:
+        """Fuel for a body about to run (compile_body's)."""
+        if cost:
+            self.line(f"ev.steps -= {cost}")
+            self.line("if ev.steps <= 0: ev.steps = budget.refuel(ev.steps)")
+
+    def truth(self, value: str, node: Any) -> str:
+        """`bool(value)`, a strict undefined's refusal raised at `node`."""
+        result = self.temp()
+        self.line("try:")
+        self.line(f"    {result} = True if {value} else False")
+        self.line("except Exception as e:")
+        self.line(f"    ev.fail(e, {self.constant(node)})")
+        return result
+
+    def fallback(self, node: Any, scope: str) -> str:
+        result = self.temp()
+        self.line(f"{result} = {self.closure(node, scope)}")
+        return result
+
+    def located(self, expression: str, node: Any) -> str:
+        """`expression`'s value, a failure raised at `node`."""
+        result = self.temp()
+        self.line("try:")
+        self.line(f"    {result} = {expression}")
+        self.line("except Exception as e:")
+        self.line(f"    ev.fail(e, {self.constant(node)})")
+        return result
