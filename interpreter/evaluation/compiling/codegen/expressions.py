@@ -281,9 +281,10 @@ class ExpressionWriter(Writer):
         self.line(f"    {result} = {general}")
         return result
 
-    def path(self, node: Any, path: tuple, scope: str, local: dict) -> str:
+    def path(self, node: Any, path: tuple, scope: str, local: dict, general: bool = True) -> str:
         """`messages[i]['role']` (access.path_code): walked while it meets plain dicts and
-        lists; anything else on the way, the node's closure reads from the start."""
+        lists; anything else on the way, the node's closure reads from the start (without
+        `general`: ABSENT stands for "not plain data all the way")."""
         variable, steps = path
         result = self.temp()
         self.line(f"{result} = {self.name(variable, scope, local)}")
@@ -313,7 +314,8 @@ class ExpressionWriter(Writer):
                           f"{result} = {result}[{key!r}]")
                 self.line(f"else: {result} = ABSENT")
         self.depth -= opened - 1
-        self.line(f"if {result} is ABSENT: {result} = {self.closure(node, scope)}")
+        if general:
+            self.line(f"if {result} is ABSENT: {result} = {self.closure(node, scope)}")
         return result
 
     def call(self, node: ast.Call, scope: str, local: dict) -> str:

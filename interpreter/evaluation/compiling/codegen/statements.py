@@ -142,13 +142,8 @@ class StatementWriter(ExpressionWriter):
         chosen = self.temp()
         if switched:
             value, kind = self.temp(), self.temp()
-            variable, steps = read_path(node.branches[0][0].first)
-            if len(steps) == 1 and not steps[0][1] and local.get(variable) is not None:
-                obj = local[variable]  # `m['role']` of a kept loop's `m`: _item_code's read
-                self.line(f"{value} = {obj}.get({self.constant(steps[0][0])}, ABSENT) "
-                          f"if type({obj}) is dict else ABSENT")
-            else:
-                self.line(f"{value} = {self.constant(read)}(ev, {scope})")
+            first = node.branches[0][0].first  # `m['role']`: the switch's read of plain data
+            self.line(f"{value} = {self.path(first, read_path(first), scope, local, general=False)}")
             self.line(f"{kind} = type({value})")
             self.line(f"if {kind} is str or {kind} is Input:")
             self.line(f"    {chosen} = {self.constant(table)}.get({value}, -1)")
