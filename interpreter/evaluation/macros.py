@@ -41,8 +41,12 @@ def _macro_invoker(ev: Any, body: tuple, closure: Scope, ordered: bool,
     def invoke(macro: Macro, args: tuple, kwargs: dict, call_autoescape: Any = None) -> str:
         """The body escapes as where the macro was defined; the result is safe when the
         caller autoescapes (as in Jinja2), or, called from Python, as where it was defined."""
-        scope = Scope(closure)
-        bind_arguments(ev, macro, args, dict(kwargs), scope, ordered)
+        if not kwargs and len(args) == len(macro.params) and not (
+                macro.caller or macro.catch_kwargs or macro.catch_varargs):
+            scope = Scope(closure, dict(zip(macro.arguments, args)))  # each parameter given, in order
+        else:
+            scope = Scope(closure)
+            bind_arguments(ev, macro, args, dict(kwargs), scope, ordered)
         ev.budget.enter()
         try:
             if autoescape == ev.autoescape:  # the common case: nothing to switch
