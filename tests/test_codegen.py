@@ -90,3 +90,14 @@ def test_generated_code_raises_at_the_node_the_closures_raise_at(monkeypatch):
             template.render(messages=[{"content": "a"}])
         errors.append((raised.value.lineno, str(raised.value)))
     assert errors[0] == errors[1] and errors[0][0] == 2
+
+
+@pytest.mark.parametrize("options", [{"finalize": lambda v: f"<{v}>"}, {"autoescape": True}, {}])
+def test_printing_changed_by_finalize_or_autoescaping_is_kept_by_generated_code(options):
+    # `{{ '' }}` prints nothing only where printing is not changed: finalize sees it too.
+    import jinja2
+    source = "{{ '' }}|{{ 'a' }}|{{ x }}|{% for i in [1, 2] %}{{ '' }}{{ i }}{{ x ~ i }}{% endfor %}"
+    want = jinja2.Environment(**options).from_string(source).render(x="<b>")
+    template = jinjamark.Environment(**options).from_string(source)
+    assert template.render(x="<b>") == want
+    assert generated_bodies(template)

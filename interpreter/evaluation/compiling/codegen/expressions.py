@@ -105,6 +105,7 @@ class ExpressionWriter(Writer):
             self.line(f"    {result} = False if {value} else True")
             self.line("except Exception as e:")
             self.line(f"    ev.fail(e, {self.constant(node)})")
+            self.booleans.add(result)
             return result
         return self.fallback(node, scope)
 

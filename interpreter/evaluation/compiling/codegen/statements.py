@@ -59,15 +59,25 @@ class StatementWriter(ExpressionWriter):
 
     def text(self, node: ast.Text, scope: str) -> None:
         """compile_text's write_text."""
-        self.line("if fast:")
-        self.line(f"    budget.output -= {len(node.text)}")
-        self.line("    if budget.output < 0: budget.wrote(0)")
-        self.line(f"    out.append({self.constant(node.text)})")
-        self.line("else:")
-        self.line(f"    ev.handlers[Text](ev, {self.constant(node)}, {scope})")
+        self.write_text(node.text, node, scope, "Text")
+
+    def write_text(self, text: str, node: Any, scope: str, kind: str) -> None:
+        """Text written directly, or by the handler of the node's `kind` where printing is
+        changed (autoescaping, finalize: they may print even an empty string otherwise)."""
+        self.line("if not fast:")
+        self.line(f"    ev.handlers[{kind}](ev, {self.constant(node)}, {scope})")
+        if text:
+            self.line("else:")
+            self.line(f"    budget.output -= {len(text)}")
+            self.line("    if budget.output < 0: budget.wrote(0)")
+            self.line(f"    out.append({self.constant(text)})")
 
     def output(self, node: ast.Output, scope: str, local: dict) -> None:
-        """compile_output's output (a `+` chain is compile_sum's closure)."""
+        """compile_output's output (a `+` chain is compile_sum's closure); `{{ 'text' }}`
+        written as text is."""
+        if type(node.expr) is ast.Const and type(node.expr.value) is str:
+            self.write_text(node.expr.value, node, scope, "Output")
+            return
         self.line("if not fast:")
         self.line(f"    ev.handlers[Output](ev, {self.constant(node)}, {scope})")
         self.line("else:")
@@ -238,7 +248,14 @@ class StatementWriter(ExpressionWriter):
                 self.line(f"assign(ev, {self.constant(target)}, {item}, {inner})")
             if wants_loop:
                 self.line(f"{inner}.vars['loop'] = {items}")
-            inside = {}  # the body sets names in the frame: every name read from it
+            # The body sets names in the frame: what it never binds (the variable, `loop`, an
+            # outer loop's variable) is still known; every other name is read from the frame.
+            bound = _bound_names(node.body)
+            inside = {} if bound is None else {k: v for k, v in local.items() if k not in bound}
+            if bound is not None and name is not None and name not in bound:
+                inside[name] = item
+            if bound is not None and "loop" not in bound:
+                inside["loop"] = items if wants_loop else None
         self.line("try:")
         self.depth += 1
         self.statements(node.body, inner, inside)
@@ -260,3 +277,24 @@ class StatementWriter(ExpressionWriter):
             self.body(node.otherwise, other, {})
             self.depth -= 1
         return True
+
+
+_CORE_MODULES = frozenset({ast.__name__, "jinjamark.ext.shipped"})
+
+
+def _bound_names(body: tuple) -> Any:
+    """Every name some statement in `body` (nested ones too) may bind: assignment and loop
+    targets, macros and their parameters, imports; None when an extension's node is there
+    (it may bind anything)."""
+    names: set = set()
+    for node in ast.walk(body):
+        kind = type(node)
+        if kind is ast.NameTarget or kind is ast.Macro or kind is ast.Parameter:
+            names.add(node.name)
+        elif kind is ast.Import:
+            names.add(node.target)
+        elif kind is ast.FromImport:
+            names.update(local for _, local in node.names)
+        elif kind.__module__ not in _CORE_MODULES:
+            return None
+    return names

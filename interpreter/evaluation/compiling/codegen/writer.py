@@ -35,6 +35,7 @@ class Writer:
         self.depth = 1  # indentation
         self.blocks = 0  # nested loops and try blocks
         self.count = 0
+        self.booleans: set[str] = set()  # locals that surely hold a bool
 
     def line(self, text: str) -> None:
         self.lines.append("    " * self.depth + text)
@@ -65,7 +66,10 @@ class Writer:
             self.line("if ev.steps <= 0: ev.steps = budget.refuel(ev.steps)")
 
     def truth(self, value: str, node: Any) -> str:
-        """`bool(value)`, a strict undefined's refusal raised at `node`."""
+        """`bool(value)`, a strict undefined's refusal raised at `node` (a value known to be a
+        bool, a `not`'s, is its own truth)."""
+        if value in self.booleans:
+            return value
         result = self.temp()
         self.line("try:")
         self.line(f"    {result} = True if {value} else False")
