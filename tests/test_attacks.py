@@ -21,7 +21,7 @@ import sys
 
 import pytest
 
-DEFAULT_BOUND = 2.0    # seconds under the default limits
+DEFAULT_BOUND = 2.0    # seconds of CPU under the default limits
 DEADLINE = 0.5         # Limits(deadline=...) in the second run
 DEADLINE_BOUND = 1.0   # seconds with that deadline
 MEMORY_BOUND = 500     # MB of peak resident memory of the child
@@ -132,7 +132,7 @@ for mode, limits in (("default", jinjamark.Limits()), ("deadline", jinjamark.Lim
     codegen.HOT = 1 if mode == "generated" else 2  # the second tier, as a template rendered often runs
     env = jinjamark.chat_environment(limits=limits)
     template = env.from_string(source)
-    start = time.perf_counter()
+    start = time.perf_counter() if mode == "deadline" else time.process_time()
     try:
         template.render()
         outcome = "rendered"
@@ -140,7 +140,9 @@ for mode, limits in (("default", jinjamark.Limits()), ("deadline", jinjamark.Lim
         outcome = "LimitExceeded"
     except Exception as e:
         outcome = type(e).__name__ + ": " + str(e)[:200]
-    report[mode] = (outcome, time.perf_counter() - start)
+    # the deadline is wall clock; otherwise the CPU the render took (a busy machine cannot
+    # make an attack look slow)
+    report[mode] = (outcome, (time.perf_counter() if mode == "deadline" else time.process_time()) - start)
     gc.collect()  # a failed render's values are in cycles with its traceback: freed here
 report["memory_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(report))
