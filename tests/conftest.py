@@ -68,6 +68,9 @@ SLOW_FILES = frozenset({
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: a test in one of the slow files (SLOW_FILES in "
                                        "conftest.py); pytest -m 'not slow' is the quick profile")
+    # generated code that does not compile is a fault of the generator, wherever a test meets it
+    config.addinivalue_line("filterwarnings",
+                            "error::jinjamark.evaluation.compiling.codegen.GenerationWarning")
     generate_after = os.environ.get("JINJAMARK_TEST_GENERATE_AFTER")
     if generate_after:  # run the suite with the second tier from the Nth run of a body (1: all)
         from jinjamark.evaluation.compiling import codegen

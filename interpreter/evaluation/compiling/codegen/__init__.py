@@ -17,6 +17,8 @@ A body Python cannot compile (nested deeper than it allows) keeps its closures.
 """
 from __future__ import annotations
 
+import re
+import warnings
 from typing import Any
 
 from ..core import compile_body
@@ -27,6 +29,15 @@ from .writer import RUNTIME
 HOT = 2  # the run of a body from which it is generated (tests set 1: every body from its first)
 
 _NAMESPACE = {**RUNTIME, **HELPERS}
+
+# What Python says of a function nested deeper than it compiles (or a recursion past its limit).
+_TOO_DEEP = re.compile(r"too many statically nested blocks|too many levels of indentation|"
+                       r"recursion|too complex")
+
+
+class GenerationWarning(RuntimeWarning):
+    """The generated code of a body did not compile: a fault of the generator (the tests make
+    it an error); the body keeps running as closures."""
 
 
 def tiered(table: dict, body: tuple) -> Any:
@@ -58,11 +69,14 @@ def generate(body: tuple) -> Any:
     namespace = dict(_NAMESPACE, **writer.constants)
     try:
         exec(compile(source, "<jinjamark generated>", "exec"), namespace)
-    except (SyntaxError, RecursionError, MemoryError):  # too deep for Python: keep the closures
+    except (SyntaxError, RecursionError, MemoryError) as error:  # the closures keep running it
+        if not _TOO_DEEP.search(str(error)):  # a fault of the generator: said, not hidden
+            warnings.warn(f"the generated code of a body did not compile ({error}); its closures "
+                          "run it", GenerationWarning, stacklevel=2)
         return None
     function = namespace["body"]
     function.source = source  # for a reader debugging a render
     return function
 
 
-__all__ = ["HOT", "generate", "tiered"]
+__all__ = ["HOT", "GenerationWarning", "generate", "tiered"]

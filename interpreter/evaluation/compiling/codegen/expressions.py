@@ -10,9 +10,11 @@ from typing import Any
 
 from ....grammar import ast
 from ....metering import charge_compare
-from ....values.access import get_attribute
+from ....metering import charge_walk
+from ....values.access import get_attribute, get_item
+from ....values.numbers import InputInt
 from ....values.methods import DICT_METHODS, STR_METHODS
-from ...contexts import Context
+from ...contexts import Context, context_if_wanted
 from ...expressions import COMPARE, SMALL_COPY, binary, cheap_to_compare, join_printed
 from ..access import _DICT_KEYS, _INDICES, ABSENT, DICT_ATTRIBUTES, LOOP_PROPERTIES, plain_read, read_path
 from ..calls import _PLAIN_TESTS, call_function, plain_function
@@ -42,8 +44,44 @@ def compare_values(ev: Any, op: str, left: Any, right: Any) -> Any:
     return fn(left, right)
 
 
+def item_of(ev: Any, obj: Any, key: Any) -> Any:
+    """`obj[key]` (access._compile_getitem's item)."""
+    kind = type(key)
+    if (kind is int or kind is InputInt) and type(obj) is list and -len(obj) <= key < len(obj):
+        return obj[key]  # `messages[i]` (a count of input messages is input: InputInt)
+    if kind is tuple:
+        charge_walk(key)
+    elif type(obj) is dict and (kind is str or kind is int):
+        value = obj.get(key, ABSENT)
+        if value is not ABSENT:
+            return value
+    return get_item(obj, key, ev.undefined, ev.mutable)
+
+
+def filter_value(ev: Any, scope: Any, name: str, value: Any, args: list, kwargs: dict) -> Any:
+    """`value | name(...)` through the environment (calls.compile_filter's general path)."""
+    env = ev.env
+    context = context_if_wanted(env.filters.get(name), ev, scope)
+    return env.call_filter(name, value, args, kwargs, context, ev.eval_ctx)
+
+
+def test_value(ev: Any, scope: Any, name: str, value: Any, args: list, kwargs: dict) -> bool:
+    """`value is name(...)` through the environment (calls._test_closure's general path)."""
+    env = ev.env
+    context = context_if_wanted(env.tests.get(name), ev, scope)
+    return bool(env.call_test(name, value, args, kwargs, context, ev.eval_ctx))
+
+
+def unary(ev: Any, scope: Any, op: str, value: Any) -> Any:
+    """`-x`, `+x` with unary operators intercepted (compile_unary's negate)."""
+    if op in ev.unops:  # the sandbox's interception (Jinja2's)
+        return ev.env.call_unop(Context(ev, scope), op, value)
+    return -value if op == "-" else +value
+
+
 # What the expressions' code calls besides the writer's RUNTIME.
 HELPERS = {"ABSENT": ABSENT, "operate": operate, "compare_values": compare_values,
+           "item_of": item_of, "filter_value": filter_value, "test_value": test_value, "unary": unary,
            "join_printed": join_printed, "get_attribute": get_attribute, "call_function": call_function,
            "plain_function": plain_function, "PLAIN_TESTS": _PLAIN_TESTS, "SMALL_COPY": SMALL_COPY,
            "NUMBERS": _NUMBERS, "ORDERED": _ORDERED, "COMPARED_CHEAPLY": _COMPARED_CHEAPLY,
@@ -75,16 +113,34 @@ class ExpressionWriter(Writer):
             return self.compare(node, scope, local)
         elif kind is ast.Logical:
             return self.logical(node, scope, local)
-        elif kind is ast.Filter and _pure(node.value) and _constant_arguments(node.arguments):
+        elif kind is ast.GetItem and type(node.key) is not ast.Slice:
+            return self.any_item(node, scope, local)
+        elif kind is ast.GetAttr and type(node.attr) is str:
+            return self.any_attribute(node, scope, local)
+        elif kind is ast.ListLiteral or kind is ast.TupleLiteral:  # compile_list, compile_tuple
+            items = ", ".join(self.expr(item, scope, local) for item in node.items)
+            return self.value(f"[{items}]" if kind is ast.ListLiteral else f"({items}{',' if node.items else ''})")
+        elif kind is ast.Filter and _plain_arguments(node.arguments):
             return self.call_plain(node, node.value, "filters", None, scope, local)
-        elif kind is ast.Test and _pure(node.value) and _constant_arguments(node.arguments) \
+        elif kind is ast.Test and _plain_arguments(node.arguments) \
                 and not (type(node.value) is ast.Name and node.name in ("defined", "undefined")):
             return self.call_plain(node, node.value, "tests", node.negated, scope, local)
         elif kind is ast.Unary and node.op == "not" and type(node.operand) is ast.Test:
             test = node.operand  # compile_unary folds the `not` into the test
-            if _pure(test.value) and _constant_arguments(test.arguments) \
+            if _plain_arguments(test.arguments) \
                     and not (type(test.value) is ast.Name and test.name in ("defined", "undefined")):
                 return self.call_plain(node, test.value, "tests", not test.negated, scope, local, test)
+        elif kind is ast.Unary and node.op in ("-", "+"):  # compile_unary's negate
+            value, result = self.expr(node.operand, scope, local), self.temp()
+            self.line("if ev.unops:")
+            self.depth += 1
+            self.line(f"{result} = {self.located(f'unary(ev, {scope}, {node.op!r}, {value})', node)}")
+            self.depth -= 1
+            self.line("else:")
+            self.depth += 1
+            self.line(f"{result} = {self.located(f'{node.op}{value}', node)}")
+            self.depth -= 1
+            return result
         elif kind is ast.Call and type(node.func) is ast.Name and node.arguments.star is None \
                 and node.arguments.dstar is None:
             return self.call(node, scope, local)
@@ -343,32 +399,68 @@ class ExpressionWriter(Writer):
 
     def call_plain(self, node: Any, value_node: Any, table: str, negated: Any, scope: str,
                    local: dict, site: Any = None) -> str:
-        """`x | trim`, `x is string` with literal arguments or none (calls.compile_filter and
-        _test_closure): a builtin called at once, its failure raised at the node; any other
-        function by the node's closure (the value is a read: reading it again is unseen).
-        `negated` None for a filter; `site` the test node when a `not` was folded into it."""
+        """`x | trim`, `x is string` (calls.compile_filter and _test_closure): the value, then
+        the arguments; a builtin called with them at once, any other function as the
+        environment calls it (filtered or tested in general). `negated` None for a filter;
+        `site` the test node when a `not` was folded into it."""
         site = node if site is None else site
-        value, function, result = self.expr(value_node, scope, local), self.temp(), self.temp()
+        value = self.expr(value_node, scope, local)
+        args = [self.expr(a, scope, local) for a in site.arguments.args]
+        kwargs = [(name, self.expr(v, scope, local)) for name, v in site.arguments.kwargs]
+        function, result = self.temp(), self.temp()
         last, plain, seen = self.temp(), self.temp(), self.constant([(None, False)])
-        arguments = "".join(f", {self.constant(a.value)}" for a in site.arguments.args)
+        positional = "".join(f", {a}" for a in args)
+        named = "".join(f", {name}={v}" for name, v in kwargs)
         known = "" if negated is None else ", PLAIN_TESTS"
         self.line(f"{function} = ev.env.{table}.get({site.name!r})")
         self.line(f"{last}, {plain} = {seen}[0]")
         self.line(f"if {function} is not {last}:")
         self.line(f"    {plain} = {function} is not None and plain_function({function}{known})")
         self.line(f"    {seen}[0] = {function}, {plain}")
-        self.line(f"if {plain}:")
-        self.line("    try:")
-        call = f"{function}({value}{arguments})"
+        self.line("try:")
+        self.line(f"    if {plain}:")
+        call = f"{function}({value}{positional}{named})"
+        general = (f"{'filter_value' if negated is None else 'test_value'}(ev, {scope}, {site.name!r}, {value}, "
+                   f"[{', '.join(args)}], {{{', '.join(f'{n!r}: {v}' for n, v in kwargs)}}})")
         if negated is None:
             self.line(f"        {result} = {call}")
+            self.line("    else:")
+            self.line(f"        {result} = {general}")
         else:
-            self.line(f"        {result} = {'False' if negated else 'True'} if {call} else "
-                      f"{'True' if negated else 'False'}")
-        self.line("    except Exception as e:")
-        self.line(f"        ev.fail(e, {self.constant(site)})")
-        self.line("else:")
-        self.line(f"    {result} = {self.closure(node, scope)}")
+            self.line(f"        {result} = True if {call} else False")
+            self.line("    else:")
+            self.line(f"        {result} = {general}")
+            if negated:
+                self.line(f"    {result} = not {result}")
+        self.line("except Exception as e:")
+        self.line(f"    ev.fail(e, {self.constant(site)})")
+        return result
+
+    def value(self, expression: str) -> str:
+        """A local holding `expression`, which cannot fail."""
+        result = self.temp()
+        self.line(f"{result} = {expression}")
+        return result
+
+    def any_item(self, node: ast.GetItem, scope: str, local: dict) -> str:
+        """`obj[key]` of any object and key (access._compile_getitem's item): a list's index, a
+        plain dict's item at once, anything else through get_item."""
+        obj, key = self.expr(node.obj, scope, local), self.expr(node.key, scope, local)
+        return self.located(f"item_of(ev, {obj}, {key})", node)
+
+    def any_attribute(self, node: ast.GetAttr, scope: str, local: dict) -> str:
+        """`obj.attr` of any object (access._compile_getattr): a plain dict's item, when the
+        name is no dict method's, at once; anything else through get_attribute."""
+        obj, attr = self.expr(node.obj, scope, local), node.attr
+        general = f"get_attribute({obj}, {attr!r}, ev.undefined, ev.mutable)"
+        if attr[:1] == "_" or attr in DICT_ATTRIBUTES:
+            return self.located(general, node)
+        result = self.temp()
+        self.line(f"{result} = {obj}.get({self.constant(attr)}, ABSENT) if type({obj}) is dict else ABSENT")
+        self.line(f"if {result} is ABSENT:")
+        self.depth += 1
+        self.line(f"{result} = {self.located(general, node)}")
+        self.depth -= 1
         return result
 
     def compare(self, node: ast.Compare, scope: str, local: dict) -> str:
@@ -404,10 +496,9 @@ class ExpressionWriter(Writer):
         return result
 
 
-def _constant_arguments(arguments: Any) -> bool:
-    """No arguments, or literal positional ones only (`|replace('a', 'b')`)."""
-    return arguments == ast.NO_ARGUMENTS or not arguments.kwargs and arguments.star is None \
-        and arguments.dstar is None and all(type(a) is ast.Const for a in arguments.args)
+def _plain_arguments(arguments: Any) -> bool:
+    """Arguments without `*args` or `**kwargs`."""
+    return arguments.star is None and arguments.dstar is None
 
 
 def _pure(node: Any) -> bool:
