@@ -64,7 +64,9 @@ def generate(body: tuple) -> Any:
     # What stays the same while a body runs is read once: the budget, and the binary
     # operators the sandbox intercepts; the output list and whether it is written directly,
     # again after each statement run by its closure (a capture swaps and restores them).
+    # `adding`: `{{ a + b }}` may collect its addends (written directly, `+` not intercepted).
     source = ("def body(ev, scope):\n    budget, binops, out, fast = ev.budget, ev.binops, ev.out, ev.fast\n"
+              "    adding = fast and not (binops and '+' in binops)\n"
               + "\n".join(writer.lines) + "\n")
     namespace = dict(_NAMESPACE, **writer.constants)
     try:

@@ -56,6 +56,7 @@ class StatementWriter(ExpressionWriter):
         else:
             self.line(self.closure(node, scope))
             self.line("out, fast = ev.out, ev.fast")  # as they are after any statement
+            self.line("adding = fast and not (binops and '+' in binops)")
 
     def text(self, node: ast.Text, scope: str) -> None:
         """compile_text's write_text."""
@@ -101,12 +102,10 @@ class StatementWriter(ExpressionWriter):
         reading it again is unseen): while the addends are text they are written one after the
         other; from the first that is not, the sum's closure does it all, as it would have."""
         whole = self.constant(compile_node(node))  # compile_sum(expr, output=node)
-        self.line("if not fast or binops and '+' in binops:")
+        self.line("if not adding:")
         self.line(f"    {whole}(ev, {scope})")
         self.line("else:")
         self.depth += 1
-        done = self.temp()
-        self.line(f"{done} = False")
         operands, pieces, values, size, opened = addends(node.expr)[0], [], [], 0, 0
         for operand in operands:
             if type(operand) is ast.Const and type(operand.value) is str:
@@ -130,10 +129,10 @@ class StatementWriter(ExpressionWriter):
         self.line(f"    out.extend(({', '.join(pieces)},))")
         self.line("except Exception as e:")
         self.line(f"    ev.fail(e, {self.constant(node)})")
-        self.line(f"{done} = True")
-        self.depth -= opened
-        self.line(f"if not {done}:")
-        self.line(f"    {whole}(ev, {scope})")
+        for _ in range(opened):  # an addend that is not text: the sum's closure does it all
+            self.depth -= 1
+            self.line("else:")
+            self.line(f"    {whole}(ev, {scope})")
         self.depth -= 1
 
     def if_(self, node: ast.If, scope: str, local: dict) -> None:
