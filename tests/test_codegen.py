@@ -110,3 +110,13 @@ def test_generated_code_that_does_not_compile_is_said_and_the_closures_run(monke
     with pytest.warns(codegen.GenerationWarning):
         assert template.render() == "a1"
     assert generated_bodies(template) == []
+
+
+def test_a_template_with_generated_code_pickles_and_copies():
+    import copy
+    import pickle
+    template = jinjamark.chat_environment().from_string("{% for m in messages %}{{ m.content }}{% endfor %}")
+    template.render(messages=[{"content": "x"}])
+    assert generated_bodies(template)
+    for twin in (pickle.loads(pickle.dumps(template)), copy.deepcopy(template)):
+        assert twin.render(messages=[{"content": "y"}]) == "y"
