@@ -4,7 +4,8 @@ one generated Python function. It must mean exactly what the closures mean.
 Most templates in the other test files render once, so they test the closures. Here the same
 differential suites run again with every body generated from its first run (`HOT = 1`): the
 corpus against transformers' Jinja2, the shared vectors, the generated templates and expressions
-(hypothesis), scoping, error positions and limits. Then the tiering itself.
+(hypothesis), scoping, error positions and limits, and every test of input marking (injection,
+leaks, parts, provenance). Then the tiering itself.
 """
 from __future__ import annotations
 
@@ -34,6 +35,16 @@ from test_errors import (  # noqa: E402,F401
     test_exception_in_a_filter_becomes_a_runtime_error_at_the_filter, test_raise_exception_reports_where_it_was_raised,
     test_runtime_errors_carry_name_line_column_and_caret, test_type_errors_in_operators_become_runtime_errors,
     test_undefined_error_uses_jinja2_message)
+
+
+# The guarantees of input marking, collected again: every test of these modules.
+import test_injection  # noqa: E402
+import test_leaks  # noqa: E402
+import test_parts  # noqa: E402
+import test_provenance  # noqa: E402
+
+for _module in (test_injection, test_leaks, test_parts, test_provenance):
+    globals().update({name: test for name, test in vars(_module).items() if name.startswith("test_")})
 
 
 def generated_bodies(template) -> list:

@@ -12,6 +12,7 @@ from ....grammar import ast
 from ....metering import charge_compare
 from ....metering import charge_walk
 from ....values.access import get_attribute, get_item
+from ....values.marks import concat2
 from ....values.numbers import InputInt
 from ....values.methods import DICT_METHODS, STR_METHODS
 from ...contexts import Context, context_if_wanted
@@ -81,7 +82,7 @@ def unary(ev: Any, scope: Any, op: str, value: Any) -> Any:
 
 # What the expressions' code calls besides the writer's RUNTIME.
 HELPERS = {"ABSENT": ABSENT, "operate": operate, "compare_values": compare_values,
-           "item_of": item_of, "filter_value": filter_value, "test_value": test_value, "unary": unary,
+           "item_of": item_of, "concat2": concat2, "filter_value": filter_value, "test_value": test_value, "unary": unary,
            "join_printed": join_printed, "get_attribute": get_attribute, "call_function": call_function,
            "plain_function": plain_function, "PLAIN_TESTS": _PLAIN_TESTS, "SMALL_COPY": SMALL_COPY,
            "NUMBERS": _NUMBERS, "ORDERED": _ORDERED, "COMPARED_CHEAPLY": _COMPARED_CHEAPLY,
@@ -176,6 +177,10 @@ class ExpressionWriter(Writer):
             self.line(f"if {kind} is type({b}) and not binops and ({kind} is str and "
                       f"len({a}) + len({b}) <= SMALL_COPY or {kind} is int or {kind} is float):")
             self.line(f"    {result} = {a} + {b}")
+            # text and input (binary()'s first case, without its calls): marks joined at once
+            self.line(f"elif ({kind} is str or {kind} is Input) and (type({b}) is str or type({b}) is Input) "
+                      f"and not binops and len({a}) + len({b}) <= SMALL_COPY:")
+            self.line(f"    {result} = concat2({a}, {b})")
         elif op in _ARITHMETIC:
             self.line(f"if type({a}) in NUMBERS and type({b}) in NUMBERS and not binops:")
             self.line("    try:")
@@ -506,6 +511,11 @@ def _pure(node: Any) -> bool:
     kind = type(node)
     return kind is ast.Const or kind is ast.Name or plain_read(node)[0] is not None \
         or read_path(node) is not None
+
+
+def _plus(expr: Any) -> bool:
+    """`a + b`, `a + b + c`, ...: a sum of two addends or more."""
+    return type(expr) is ast.Binary and expr.op == "+"
 
 
 def _sum(expr: Any) -> bool:

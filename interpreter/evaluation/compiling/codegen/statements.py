@@ -12,7 +12,7 @@ from ..core import compile_node, size
 from ..operators import addends
 from ..statements import _loop_facts, _switch
 from ..access import read_path
-from .expressions import ExpressionWriter, _pure, _sum
+from .expressions import ExpressionWriter, _plus, _pure, _sum
 
 # Python refuses more than 20 nested blocks (loops, try) in one function: deeper loops stay
 # calls of their closures.
@@ -36,10 +36,12 @@ class StatementWriter(ExpressionWriter):
         kind = type(node)
         if kind is ast.Text:
             self.text(node, scope)
+        elif kind is ast.Output and _plus(node.expr) and all(map(_pure, addends(node.expr)[0])):
+            self.output_sum(node, scope, local)
+        elif kind is ast.Output and type(node.expr) is ast.Concat:
+            self.output_concat(node, scope, local)
         elif kind is ast.Output and not _sum(node.expr):
             self.output(node, scope, local)
-        elif kind is ast.Output and all(map(_pure, addends(node.expr)[0])):
-            self.output_sum(node, scope, local)
         elif kind is ast.If:
             self.if_(node, scope, local)
         elif kind is ast.For and self.blocks < _MOST_BLOCKS and self.for_(node, scope, local):
@@ -133,6 +135,29 @@ class StatementWriter(ExpressionWriter):
             self.depth -= 1
             self.line("else:")
             self.line(f"    {whole}(ev, {scope})")
+        self.depth -= 1
+
+    def output_concat(self, node: ast.Output, scope: str, local: dict) -> None:
+        """`{{ a ~ b ~ c }}`: each item printed as `~` prints it (join_printed), the texts
+        written one after the other rather than joined first (marks then need no joining)."""
+        concat = node.expr
+        self.line("if not fast:")
+        self.line(f"    ev.handlers[Output](ev, {self.constant(node)}, {scope})")
+        self.line("else:")
+        self.depth += 1
+        values = [self.expr(item, scope, local) for item in concat.items]
+        texts = [self.temp() for _ in values]
+        self.line("try:")
+        for value, text in zip(values, texts):
+            self.line(f"    {text} = {value} if type({value}) is str else to_string({value})")
+        self.line("except Exception as e:")
+        self.line(f"    ev.fail(e, {self.constant(concat)})")
+        self.line("try:")
+        self.line(f"    budget.output -= {' + '.join(f'len({t})' for t in texts)}")
+        self.line("    if budget.output < 0: budget.wrote(0)")
+        self.line(f"    out.extend(({', '.join(texts)},))")
+        self.line("except Exception as e:")
+        self.line(f"    ev.fail(e, {self.constant(node)})")
         self.depth -= 1
 
     def if_(self, node: ast.If, scope: str, local: dict) -> None:
