@@ -20,7 +20,7 @@ from ...expressions import COMPARE, SMALL_COPY, binary, cheap_to_compare, join_p
 from ..access import _DICT_KEYS, _INDICES, ABSENT, DICT_ATTRIBUTES, LOOP_PROPERTIES, plain_read, read_path
 from ..calls import _PLAIN_TESTS, call_function, plain_function
 from ..operators import (_ARITHMETIC, _COMPARED_CHEAPLY, _EQUALLY_CHEAP, _HASHED_CHEAPLY, _NUMBERS,
-                         _ORDERED, _extension_comparison, _literal_texts)
+                         _ORDERED, _add_rest, _extension_comparison, _finish, _literal_texts)
 from .writer import Writer
 
 METHOD_NAMES = frozenset(STR_METHODS).union(DICT_METHODS)  # calls.compile_call's method calls
@@ -80,9 +80,15 @@ def unary(ev: Any, scope: Any, op: str, value: Any) -> Any:
     return -value if op == "-" else +value
 
 
+def add_rest(ev: Any, output: Any, terms: Any, scope: Any, texts: list, value: Any) -> None:
+    """`{{ a + b + c }}` from its first addend that is not text (`value`, after `texts`): the
+    rest added as the expression tree adds it, then printed (compile_sum's way)."""
+    _finish(ev, output, _add_rest(ev, terms, scope, texts, value))
+
+
 # What the expressions' code calls besides the writer's RUNTIME.
 HELPERS = {"ABSENT": ABSENT, "operate": operate, "compare_values": compare_values,
-           "item_of": item_of, "concat2": concat2, "filter_value": filter_value, "test_value": test_value, "unary": unary,
+           "item_of": item_of, "concat2": concat2, "add_rest": add_rest, "filter_value": filter_value, "test_value": test_value, "unary": unary,
            "join_printed": join_printed, "get_attribute": get_attribute, "call_function": call_function,
            "plain_function": plain_function, "PLAIN_TESTS": _PLAIN_TESTS, "SMALL_COPY": SMALL_COPY,
            "NUMBERS": _NUMBERS, "ORDERED": _ORDERED, "COMPARED_CHEAPLY": _COMPARED_CHEAPLY,

@@ -9,10 +9,10 @@ from typing import Any
 
 from ....grammar import ast
 from ..core import compile_node, size
-from ..operators import addends
+from ..operators import Addends, addends
 from ..statements import _loop_facts, _switch
 from ..access import read_path
-from .expressions import ExpressionWriter, _plus, _pure, _sum
+from .expressions import ExpressionWriter, _plus
 
 # Python refuses more than 20 nested blocks (loops, try) in one function: deeper loops stay
 # calls of their closures.
@@ -36,11 +36,11 @@ class StatementWriter(ExpressionWriter):
         kind = type(node)
         if kind is ast.Text:
             self.text(node, scope)
-        elif kind is ast.Output and _plus(node.expr) and all(map(_pure, addends(node.expr)[0])):
+        elif kind is ast.Output and _plus(node.expr):
             self.output_sum(node, scope, local)
         elif kind is ast.Output and type(node.expr) is ast.Concat:
             self.output_concat(node, scope, local)
-        elif kind is ast.Output and not _sum(node.expr):
+        elif kind is ast.Output:
             self.output(node, scope, local)
         elif kind is ast.If:
             self.if_(node, scope, local)
@@ -76,7 +76,7 @@ class StatementWriter(ExpressionWriter):
             self.line(f"    out.append({self.constant(text)})")
 
     def output(self, node: ast.Output, scope: str, local: dict) -> None:
-        """compile_output's output (a `+` chain is compile_sum's closure); `{{ 'text' }}`
+        """compile_output's output (a sum is output_sum's); `{{ 'text' }}`
         written as text is."""
         if type(node.expr) is ast.Const and type(node.expr.value) is str:
             self.write_text(node.expr.value, node, scope, "Output")
@@ -100,18 +100,21 @@ class StatementWriter(ExpressionWriter):
         self.depth -= 1
 
     def output_sum(self, node: ast.Output, scope: str, local: dict) -> None:
-        """compile_sum's `{{ a + b + c }}` when each addend is a read (no effect, so that
-        reading it again is unseen): while the addends are text they are written one after the
-        other; from the first that is not, the sum's closure does it all, as it would have."""
+        """compile_sum's `{{ a + b + c }}`: while the addends are text they are written one
+        after the other; from the first that is not, the rest is added as the expression tree
+        adds it (operators' _add_rest, which evaluates the addends after it) and printed."""
         whole = self.constant(compile_node(node))  # compile_sum(expr, output=node)
+        terms = self.constant(Addends(node.expr))
+        output = self.constant(node)
         self.line("if not adding:")
         self.line(f"    {whole}(ev, {scope})")
         self.line("else:")
         self.depth += 1
-        operands, pieces, values, size, opened = addends(node.expr)[0], [], [], 0, 0
+        operands, pieces, values, before, size = addends(node.expr)[0], [], [], [], 0
         for operand in operands:
             if type(operand) is ast.Const and type(operand.value) is str:
                 size += len(operand.value)
+                before.append(self.constant(operand.value))
                 if pieces and pieces[-1] in self.constants and type(self.constants[pieces[-1]]) is str:
                     self.constants[pieces[-1]] += operand.value  # adjacent literals, one piece
                 else:
@@ -119,9 +122,11 @@ class StatementWriter(ExpressionWriter):
                 continue
             value, kind = self.expr(operand, scope, local), self.temp()
             self.line(f"{kind} = type({value})")
-            self.line(f"if {kind} is str or {kind} is Input or {kind} is Mixed and not is_safe({value}):")
+            self.line(f"if not ({kind} is str or {kind} is Input or {kind} is Mixed and not is_safe({value})):")
+            self.line(f"    add_rest(ev, {output}, {terms}, {scope}, [{', '.join(before)}], {value})")
+            self.line("else:")
             self.depth += 1
-            opened += 1
+            before.append(value)
             pieces.append(value)
             values.append(value)
         lengths = "".join(f" + len({value})" for value in values)
@@ -130,12 +135,8 @@ class StatementWriter(ExpressionWriter):
         self.line("    if budget.output < 0: budget.wrote(0)")
         self.line(f"    out.extend(({', '.join(pieces)},))")
         self.line("except Exception as e:")
-        self.line(f"    ev.fail(e, {self.constant(node)})")
-        for _ in range(opened):  # an addend that is not text: the sum's closure does it all
-            self.depth -= 1
-            self.line("else:")
-            self.line(f"    {whole}(ev, {scope})")
-        self.depth -= 1
+        self.line(f"    ev.fail(e, {output})")
+        self.depth -= 1 + len(values)
 
     def output_concat(self, node: ast.Output, scope: str, local: dict) -> None:
         """`{{ a ~ b ~ c }}`: each item printed as `~` prints it (join_printed), the texts
