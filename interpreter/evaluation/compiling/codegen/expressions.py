@@ -512,13 +512,6 @@ def _plain_arguments(arguments: Any) -> bool:
     return arguments.star is None and arguments.dstar is None
 
 
-def _pure(node: Any) -> bool:
-    """A read whose second run is unseen: a literal, a name, a plain read of a name's item."""
-    kind = type(node)
-    return kind is ast.Const or kind is ast.Name or plain_read(node)[0] is not None \
-        or read_path(node) is not None
-
-
 def _plus(expr: Any) -> bool:
     """`a + b`, `a + b + c`, ...: a sum of two addends or more."""
     return type(expr) is ast.Binary and expr.op == "+"
