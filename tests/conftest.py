@@ -73,8 +73,8 @@ def pytest_configure(config):
                             "error::jinjamark.evaluation.compiling.codegen.GenerationWarning")
     generate_after = os.environ.get("JINJAMARK_TEST_GENERATE_AFTER")
     if generate_after:  # run the suite with the second tier from the Nth run of a body (1: all)
-        from jinjamark.evaluation.compiling import codegen
-        codegen.HOT = int(generate_after)
+        from jinjamark.evaluation.compiling import tiers
+        tiers.HOT = int(generate_after)
     here = pathlib.Path(__file__).parent
     missing = sorted(name for name in SLOW_FILES if not (here / name).is_file())
     if missing:

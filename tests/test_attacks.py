@@ -124,12 +124,12 @@ CHILD = r"""
 import gc, json, resource, sys, time
 resource.setrlimit(resource.RLIMIT_AS, (2 << 30, resource.RLIM_INFINITY))
 import jinjamark
-from jinjamark.evaluation.compiling import codegen
+from jinjamark.evaluation.compiling import tiers
 source = sys.argv[1]
 report = {}
 for mode, limits in (("default", jinjamark.Limits()), ("deadline", jinjamark.Limits(deadline=%r)),
                      ("generated", jinjamark.Limits())):
-    codegen.HOT = 1 if mode == "generated" else 2  # the second tier, as a template rendered often runs
+    tiers.HOT = 1 if mode == "generated" else 2  # the second tier, as a template rendered often runs
     env = jinjamark.chat_environment(limits=limits)
     template = env.from_string(source)
     start = time.perf_counter() if mode == "deadline" else time.process_time()

@@ -1,4 +1,4 @@
-"""The second tier (interpreter/evaluation/compiling/codegen.py): a body run `HOT` times becomes
+"""The second tier (interpreter/evaluation/compiling/codegen/, tiers.py): a body run `HOT` times becomes
 one generated Python function. It must mean exactly what the closures mean.
 
 Most templates in the other test files render once, so they test the closures. Here the same
@@ -13,12 +13,12 @@ import pytest
 
 import jinjamark
 import oracle
-from jinjamark.evaluation.compiling import CODE, codegen
+from jinjamark.evaluation.compiling import CODE, codegen, tiers
 
 
 @pytest.fixture(autouse=True)
 def every_body_generated(monkeypatch):
-    monkeypatch.setattr(codegen, "HOT", 1)
+    monkeypatch.setattr(tiers, "HOT", 1)
 
 
 # The differential suites, collected again here under the fixture above.
@@ -53,7 +53,7 @@ def generated_bodies(template) -> list:
 
 
 def test_a_body_runs_as_closures_until_it_is_hot(monkeypatch):
-    monkeypatch.setattr(codegen, "HOT", 3)
+    monkeypatch.setattr(tiers, "HOT", 3)
     template = jinjamark.chat_environment().from_string(
         "{% for m in messages %}{{ m.role }}:{{ m['content'] }};{% endfor %}")
     messages = [{"role": "user", "content": "hi"}]
@@ -95,7 +95,7 @@ def test_generated_code_raises_at_the_node_the_closures_raise_at(monkeypatch):
     source = "{% for m in messages %}\n{{ m.content + 1 }}{% endfor %}"
     errors = []
     for hot in (2, 1):  # the closures' error, then the generated code's
-        monkeypatch.setattr(codegen, "HOT", hot)
+        monkeypatch.setattr(tiers, "HOT", hot)
         template = jinjamark.chat_environment().from_string(source)
         with pytest.raises(jinjamark.TemplateRuntimeError) as raised:
             template.render(messages=[{"content": "a"}])

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
-from datetime import datetime
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from ..environment import Environment, Template
 from ..evaluation.output import Part, to_parts
@@ -20,6 +19,9 @@ from .loading import (Templates, load_folder, select_template, special_tokens_of
 from .normalize import (TRUSTED_ROLES, check_documents, check_tools, marked, normalize_messages, plain,
                         split_batch, start_conversation, template_messages, walk_conversation)
 from .profile import shared_environment
+
+if TYPE_CHECKING:  # for the annotations only: importing datetime costs a first call ~1.5 ms
+    from datetime import datetime
 
 # apply_chat_template's own parameters: never template variables here.
 CONSUMED = ("tokenize", "padding", "truncation", "max_length", "return_tensors", "return_dict",

@@ -6,7 +6,7 @@ from typing import Any
 
 from . import access, calls, operators, statements  # noqa: F401 - they register their compilers
 from .core import COMPILERS, TRACER, Code, compile_body, compile_node
-from .codegen import tiered
+from .tiers import tiered
 
 CODE = "compiled code"  # the template memo's key: id(node or body) -> (closure, node or body)
 TRACED_CODE = "traced code"  # the same for traced renders (each statement reports itself)

@@ -2,8 +2,8 @@
 
 A body (a template's, a macro's, a block's) first runs as closures (compiling/core.py), which
 cost no Python compile: a template rendered once pays only for its parse. On its `HOT`-th run
-the body is written out as the source of one function, compiled by Python and used from then on
-(`tiered`). What the commonest nodes do is written inline, without a call per node: text,
+(compiling/tiers.py) the body is written out as the source of one function, compiled by Python
+and used from then on. What the commonest nodes do is written inline, without a call per node: text,
 `{{ }}`, `if`/`elif`, `for`, `set`, names (a loop's variable a Python local where nothing sets
 names in the loop), plain reads and paths, literals, comparisons, arithmetic, `~`, `and`/`or`/
 `not`, the inline `if`, builtin filters and tests, method calls on text and dicts, calls of
@@ -21,12 +21,9 @@ import re
 import warnings
 from typing import Any
 
-from ..core import compile_body
 from .expressions import HELPERS
 from .statements import StatementWriter
 from .writer import RUNTIME
-
-HOT = 2  # the run of a body from which it is generated (tests set 1: every body from its first)
 
 _NAMESPACE = {**RUNTIME, **HELPERS}
 
@@ -38,23 +35,6 @@ _TOO_DEEP = re.compile(r"too many statically nested blocks|too many levels of in
 class GenerationWarning(RuntimeWarning):
     """The generated code of a body did not compile: a fault of the generator (the tests make
     it an error); the body keeps running as closures."""
-
-
-def tiered(table: dict, body: tuple) -> Any:
-    """The closure of `body` that, on its `HOT`-th run, replaces itself in `table` (the
-    template's code table) by the generated function."""
-    closure = compile_body(body)
-    runs = [0]
-
-    def run(ev: Any, scope: Any) -> Any:
-        runs[0] += 1
-        if runs[0] == HOT:
-            generated = generate(body)
-            if generated is not None:
-                table[id(body)] = (generated, body)
-                return generated(ev, scope)
-        return closure(ev, scope)
-    return run
 
 
 def generate(body: tuple) -> Any:
@@ -81,4 +61,4 @@ def generate(body: tuple) -> Any:
     return function
 
 
-__all__ = ["HOT", "GenerationWarning", "generate", "tiered"]
+__all__ = ["GenerationWarning", "generate"]
