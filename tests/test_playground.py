@@ -418,9 +418,12 @@ def test_the_page_loads_only_its_own_files(bare_url):
 # ---------------------------------------------------------------------------- the command
 
 def test_the_command_prints_its_url_serves_and_stops_on_ctrl_c(model_folder):
+    # SIGINT as a terminal delivers it: a suite run as a background job (nohup ... &) ignores
+    # it, and the server would inherit that and never see the Ctrl-C
     process = subprocess.Popen([sys.executable, "-m", "jinjamark.playground", "--port", "0",
                                 "--model", str(model_folder)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         line = process.stdout.readline()
         found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
