@@ -154,19 +154,24 @@ def _compile_getitem(node: ast.GetItem) -> Code:
         obj = obj_code(ev, scope)
         k = key if is_const else key(ev, scope)
         try:
-            kind = type(k)
-            if (kind is int or kind is InputInt) and type(obj) is list and -len(obj) <= k < len(obj):
-                return obj[k]  # `messages[i]` (a count of input messages is input: InputInt)
-            if kind is tuple:
-                charge_walk(k)
-            elif type(obj) is dict and (kind is str or kind is int):
-                value = obj.get(k, _ABSENT)
-                if value is not _ABSENT:
-                    return value
-            return get_item(obj, k, ev.undefined, ev.mutable)
+            return item_of(ev, obj, k)
         except Exception as e:
             ev.fail(e, node)
     return item
+
+
+def item_of(ev: Any, obj: Any, key: Any) -> Any:
+    """`obj[key]`: a list's index or a plain dict's item at once, anything else by get_item."""
+    kind = type(key)
+    if (kind is int or kind is InputInt) and type(obj) is list and -len(obj) <= key < len(obj):
+        return obj[key]  # `messages[i]` (a count of input messages is input: InputInt)
+    if kind is tuple:
+        charge_walk(key)  # hashing a tuple walks all of it
+    elif type(obj) is dict and (kind is str or kind is int):
+        value = obj.get(key, _ABSENT)
+        if value is not _ABSENT:
+            return value
+    return get_item(obj, key, ev.undefined, ev.mutable)
 
 
 # `message['role']` and `message.content`, the most common expressions of chat templates: the
@@ -347,4 +352,4 @@ def compile_slice(node: ast.Slice) -> Code:
                                    step and step(ev, scope))
 
 
-__all__ = ["ABSENT", "constant", "located"]
+__all__ = ["ABSENT", "constant", "item_of", "located"]

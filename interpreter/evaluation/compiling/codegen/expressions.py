@@ -10,14 +10,13 @@ from typing import Any
 
 from ....grammar import ast
 from ....metering import charge_compare
-from ....metering import charge_walk
-from ....values.access import get_attribute, get_item
+from ....values.access import get_attribute
 from ....values.marks import concat2
-from ....values.numbers import InputInt
 from ....values.methods import DICT_METHODS, STR_METHODS
 from ...contexts import Context, context_if_wanted
 from ...expressions import COMPARE, SMALL_COPY, binary, cheap_to_compare, join_printed
-from ..access import _DICT_KEYS, _INDICES, ABSENT, DICT_ATTRIBUTES, LOOP_PROPERTIES, plain_read, read_path
+from ..access import (_DICT_KEYS, _INDICES, ABSENT, DICT_ATTRIBUTES, LOOP_PROPERTIES, item_of, plain_read,
+                      read_path)
 from ..calls import _PLAIN_TESTS, call_function, plain_function
 from ..operators import (_ARITHMETIC, _COMPARED_CHEAPLY, _EQUALLY_CHEAP, _HASHED_CHEAPLY, _NUMBERS,
                          _ORDERED, _add_rest, _extension_comparison, _finish, _literal_texts)
@@ -43,20 +42,6 @@ def compare_values(ev: Any, op: str, left: Any, right: Any) -> Any:
     elif not cheap_to_compare(left, right):
         charge_compare(left, right)  # long strings scanned, structures walked
     return fn(left, right)
-
-
-def item_of(ev: Any, obj: Any, key: Any) -> Any:
-    """`obj[key]` (access._compile_getitem's item)."""
-    kind = type(key)
-    if (kind is int or kind is InputInt) and type(obj) is list and -len(obj) <= key < len(obj):
-        return obj[key]  # `messages[i]` (a count of input messages is input: InputInt)
-    if kind is tuple:
-        charge_walk(key)
-    elif type(obj) is dict and (kind is str or kind is int):
-        value = obj.get(key, ABSENT)
-        if value is not ABSENT:
-            return value
-    return get_item(obj, key, ev.undefined, ev.mutable)
 
 
 def filter_value(ev: Any, scope: Any, name: str, value: Any, args: list, kwargs: dict) -> Any:
