@@ -206,15 +206,9 @@ class ExpressionWriter(Writer):
             return result
         right = self.expr(right_node, scope, local)
         if op in ("in", "not in"):
-            self.line(f"{result} = {self.located(f'compare_values(ev, {op!r}, {left}, {right})', node)}")
-            return result
-        self.line(f"if type({left}) in ORDERED and type({right}) in ORDERED:")
-        self.line(f"    {result} = {left} {op} {right}")
-        self.line("else:")
-        self.depth += 1
-        self.line(f"{result} = {self.located(f'compare_values(ev, {op!r}, {left}, {right})', node)}")
-        self.depth -= 1
-        return result
+            return self.located(f"compare_values(ev, {op!r}, {left}, {right})", node)
+        return self.either(f"type({left}) in ORDERED and type({right}) in ORDERED", f"{left} {op} {right}",
+                           f"compare_values(ev, {op!r}, {left}, {right})", node)
 
     def condition(self, node: ast.CondExpr, scope: str, local: dict) -> str:
         """`a if test else b` (compile_condexpr): without `else`, the lenient Undefined."""
@@ -249,7 +243,7 @@ class ExpressionWriter(Writer):
         self.line(f"else: {method} = None")
         self.line(f"if {method} is not None:")
         self.depth += 1
-        arguments = self.arguments(node.arguments, scope, local)
+        arguments = _passed(*self.evaluated(node.arguments, scope, local))
         self.line("try:")
         self.line(f"    {result} = {method}({receiver}{arguments})")
         self.line("except StopIteration:")
@@ -262,19 +256,16 @@ class ExpressionWriter(Writer):
         self.depth += 1
         function = self.located(f"get_attribute({receiver}, {func.attr!r}, ev.undefined, ev.mutable)",
                                 func)
-        args = [self.expr(a, scope, local) for a in node.arguments.args]
-        kwargs = [(name, self.expr(value, scope, local)) for name, value in node.arguments.kwargs]
-        named = "{" + ", ".join(f"{name!r}: {value}" for name, value in kwargs) + "}"
+        collected = _collected(*self.evaluated(node.arguments, scope, local))
         self.line(f"{result} = "
-                  f"{self.located(f'call_function(ev, {scope}, {function}, [{chr(44).join(args)}], {named})', node)}")
+                  f"{self.located(f'call_function(ev, {scope}, {function}, {collected})', node)}")
         self.depth -= 1
         return result
 
-    def arguments(self, arguments: Any, scope: str, local: dict) -> str:
-        """`, a, b, k=v`: the arguments evaluated in order, for a call's text."""
-        args = [self.expr(a, scope, local) for a in arguments.args]
-        kwargs = [(name, self.expr(value, scope, local)) for name, value in arguments.kwargs]
-        return "".join(f", {a}" for a in args) + "".join(f", {name}={value}" for name, value in kwargs)
+    def evaluated(self, arguments: Any, scope: str, local: dict) -> tuple[list, list]:
+        """The arguments evaluated in order: the positional ones' locals, (name, local) pairs."""
+        return ([self.expr(a, scope, local) for a in arguments.args],
+                [(name, self.expr(value, scope, local)) for name, value in arguments.kwargs])
 
     def name(self, name: str, scope: str, local: dict) -> str:
         """compile_name's lookup: the scope chain walked inline (a kept loop's variable is a
@@ -376,11 +367,9 @@ class ExpressionWriter(Writer):
         once, any other function through call_function; the function read, then the
         arguments, in order."""
         function, result = self.name(node.func.name, scope, local), self.temp()
-        args = [self.expr(a, scope, local) for a in node.arguments.args]
-        kwargs = [(name, self.expr(value, scope, local)) for name, value in node.arguments.kwargs]
+        args, kwargs = self.evaluated(node.arguments, scope, local)
         arguments, named = self.temp(), self.temp()
-        self.line(f"{arguments} = [{', '.join(args)}]")
-        self.line(f"{named} = {{{', '.join(f'{name!r}: {value}' for name, value in kwargs)}}}")
+        self.line(f"{arguments}, {named} = {_collected(args, kwargs)}")
         self.line("try:")
         self.line(f"    if type({function}) is Macro:")
         self.line(f"        {result} = {function}.invoke({function}, tuple({arguments}), {named}, ev.autoescape)")
@@ -401,12 +390,9 @@ class ExpressionWriter(Writer):
         `site` the test node when a `not` was folded into it."""
         site = node if site is None else site
         value = self.expr(value_node, scope, local)
-        args = [self.expr(a, scope, local) for a in site.arguments.args]
-        kwargs = [(name, self.expr(v, scope, local)) for name, v in site.arguments.kwargs]
+        args, kwargs = self.evaluated(site.arguments, scope, local)
         function, result = self.temp(), self.temp()
         last, plain, seen = self.temp(), self.temp(), self.constant([(None, False)])
-        positional = "".join(f", {a}" for a in args)
-        named = "".join(f", {name}={v}" for name, v in kwargs)
         known = "" if negated is None else ", PLAIN_TESTS"
         self.line(f"{function} = ev.env.{table}.get({site.name!r})")
         self.line(f"{last}, {plain} = {seen}[0]")
@@ -415,9 +401,9 @@ class ExpressionWriter(Writer):
         self.line(f"    {seen}[0] = {function}, {plain}")
         self.line("try:")
         self.line(f"    if {plain}:")
-        call = f"{function}({value}{positional}{named})"
+        call = f"{function}({value}{_passed(args, kwargs)})"
         general = (f"{'filter_value' if negated is None else 'test_value'}(ev, {scope}, {site.name!r}, {value}, "
-                   f"[{', '.join(args)}], {{{', '.join(f'{n!r}: {v}' for n, v in kwargs)}}})")
+                   f"{_collected(args, kwargs)})")
         if negated is None:
             self.line(f"        {result} = {call}")
             self.line("    else:")
@@ -469,14 +455,9 @@ class ExpressionWriter(Writer):
         if op not in ("==", "!=") or type(right) is not ast.Const or type(value) not in _EQUALLY_CHEAP \
                 or type(value) is str and len(value) > 2048:
             return self.compare_one(node, scope, local)
-        left, result, literal = self.expr(node.first, scope, local), self.temp(), self.constant(value)
-        self.line(f"if type({left}) in COMPARED_CHEAPLY:")
-        self.line(f"    {result} = {left} {op} {literal}")
-        self.line("else:")
-        self.depth += 1
-        self.line(f"{result} = {self.located(f'compare_values(ev, {op!r}, {left}, {literal})', node)}")
-        self.depth -= 1
-        return result
+        left, literal = self.expr(node.first, scope, local), self.constant(value)
+        return self.either(f"type({left}) in COMPARED_CHEAPLY", f"{left} {op} {literal}",
+                           f"compare_values(ev, {op!r}, {left}, {literal})", node)
 
     def logical(self, node: ast.Logical, scope: str, local: dict) -> str:
         """compile_logical: the right side only when the left does not decide."""
@@ -490,6 +471,16 @@ class ExpressionWriter(Writer):
         self.line(f"{result} = {right}")
         self.depth -= 1
         return result
+
+
+def _passed(args: list, kwargs: list) -> str:
+    """`, a, b, k=v`: evaluated arguments as the rest of a call's text."""
+    return "".join(f", {a}" for a in args) + "".join(f", {name}={value}" for name, value in kwargs)
+
+
+def _collected(args: list, kwargs: list) -> str:
+    """`[a, b], {'k': v}`: evaluated arguments as the list and dict call_function takes."""
+    return f"[{', '.join(args)}], {{{', '.join(f'{name!r}: {value}' for name, value in kwargs)}}}"
 
 
 def _plain_arguments(arguments: Any) -> bool:

@@ -82,6 +82,18 @@ class Writer:
         self.line(f"{result} = {self.closure(node, scope)}")
         return result
 
+    def either(self, test: str, fast: str, general: str, node: Any) -> str:
+        """A local holding `fast` where `test` holds, else `general`, its failure raised at
+        `node`: a closure's fast path and its general path, written out."""
+        result = self.temp()
+        self.line(f"if {test}:")
+        self.line(f"    {result} = {fast}")
+        self.line("else:")
+        self.depth += 1
+        self.line(f"{result} = {self.located(general, node)}")
+        self.depth -= 1
+        return result
+
     def located(self, expression: str, node: Any) -> str:
         """`expression`'s value, a failure raised at `node`."""
         result = self.temp()
