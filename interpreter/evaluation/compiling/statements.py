@@ -105,16 +105,21 @@ def compile_if(node: ast.If) -> Code:
                 except Exception as e:  # a strict undefined refuses to be tested
                     ev.fail(e, node)
                 i += 1
-        entry = compiled[i]
-        if entry is None:
-            entry = compiled[i] = compile_statements(bodies[i])
-        codes, cost = entry
-        ev.steps -= cost
-        if ev.steps <= 0:
-            ev.steps = ev.budget.refuel(ev.steps)
-        for code in codes:
-            code(ev, scope)
+        _run_branch(ev, scope, bodies, compiled, i)
     return if_
+
+
+def _run_branch(ev: Any, scope: Any, bodies: tuple, compiled: list, i: int) -> None:
+    """Run the `i`-th body of an if/elif/else, compiled when first taken; its fuel first."""
+    entry = compiled[i]
+    if entry is None:
+        entry = compiled[i] = compile_statements(bodies[i])
+    codes, cost = entry
+    ev.steps -= cost
+    if ev.steps <= 0:
+        ev.steps = ev.budget.refuel(ev.steps)
+    for code in codes:
+        code(ev, scope)
 
 
 def _switch(node: ast.If) -> tuple[Any, dict, int]:
@@ -154,15 +159,7 @@ def _if_else(node: ast.If, test: Code, bodies: tuple, compiled: list) -> Code:
             ev.fail(e, node)
         if taken and not otherwise:  # most tests are false most of the time
             return
-        entry = compiled[taken]
-        if entry is None:
-            entry = compiled[taken] = compile_statements(bodies[taken])
-        codes, cost = entry
-        ev.steps -= cost
-        if ev.steps <= 0:
-            ev.steps = ev.budget.refuel(ev.steps)
-        for code in codes:
-            code(ev, scope)
+        _run_branch(ev, scope, bodies, compiled, taken)
     return if_else
 
 
