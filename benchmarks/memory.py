@@ -12,7 +12,9 @@ dicts and frames: for Jinja2, whose compile churns much, about twice what its te
 For Jinja2 that is its Template with the module namespace, functions and code objects of the Python
 it generated; for jinjamark its Template (the AST, the analysis of scopes and blocks, whatever its
 compiler keeps); the environment's cache entry counts too, for both. The same after one render of
-a conversation (an engine may build parts of a template on first use). minijinja keeps its
+a conversation (an engine may build parts of a template on first use), and after a second one:
+jinjamark's steady state, in which a body rendered again runs as generated Python (its second
+tier), which a template that serves many renders keeps. minijinja keeps its
 templates in Rust's heap, which tracemalloc does not see: it is left out. A ChatTemplate (what a
 jinjamark user holds: the Template plus its options) is reported alongside.
 """
@@ -38,11 +40,14 @@ MEASURED = {  # label: (engine, compile step, a render of what it gives)
 
 
 def retained(engine: str, compile_: Callable[[Any, str], Any], render: Callable[[Any], Any],
-             source: str) -> tuple[int, Optional[int]]:
+             source: str) -> tuple[int, Optional[int], Optional[int]]:
     """Bytes that dropping the template frees, after compiling `source` in a fresh environment (see
-    the module doc), and after its first render too (an engine may build parts on first use)."""
+    the module doc), after its first render (an engine may build parts on first use) and after
+    its second (the steady state)."""
     fresh = ENGINES[engine].fresh
-    attempt(lambda: render(compile_(fresh(), source + "{# warm-up #}")))
+    warm = attempt(lambda: compile_(fresh(), source + "{# warm-up #}"))[0]
+    for _ in range(2):  # both tiers' modules loaded, whatever a render makes once per process made
+        attempt(lambda: render(warm))
     env = fresh()
     gc.collect()
     tracemalloc.start()
@@ -53,13 +58,18 @@ def retained(engine: str, compile_: Callable[[Any, str], Any], render: Callable[
         _, error = attempt(lambda: render(held[0]))
         gc.collect()
         rendered = tracemalloc.get_traced_memory()[0]
+        attempt(lambda: render(held[0]))
+        gc.collect()
+        steady = tracemalloc.get_traced_memory()[0]
         held.clear()
         del env  # the environment too: its cache holds the template
         gc.collect()
         after = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
-    return compiled - after, (rendered - after if error is None else None)
+    if error is not None:
+        return compiled - after, None, None
+    return compiled - after, rendered - after, steady - after
 
 
 def run(templates: list[Path], fixture: dict, progress: bool = True) -> dict:
@@ -73,7 +83,7 @@ def run(templates: list[Path], fixture: dict, progress: bool = True) -> dict:
                                                    lambda t: render(t, fixture), source))
             ok = ok and error is None
             if kept is not None:
-                row[label], row[f"{label} rendered"] = kept
+                row[label], row[f"{label} rendered"], row[f"{label} rendered twice"] = kept
         if ok:
             rows.append(row)
         if progress:
@@ -90,7 +100,7 @@ def summarize(rows: list[dict]) -> dict:
     for label in MEASURED:
         out[f"median bytes {label}"] = statistics.median(r[label] for r in rows)
     for label in ("jinjamark", "jinjamark ChatTemplate"):
-        for after in ("", " rendered"):
+        for after in ("", " rendered", " rendered twice"):
             both = [r for r in rows if r.get(label + after) and r.get("jinja2" + after)]
             if not both:
                 continue

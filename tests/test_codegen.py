@@ -49,7 +49,7 @@ for _module in (test_injection, test_leaks, test_parts, test_provenance):
 
 def generated_bodies(template) -> list:
     return [code for code, body in template.memo.get(CODE, {}).values()
-            if type(body) is tuple and hasattr(code, "source")]
+            if type(body) is tuple and hasattr(code, "generated_from")]
 
 
 def test_a_body_runs_as_closures_until_it_is_hot(monkeypatch):
@@ -62,8 +62,50 @@ def test_a_body_runs_as_closures_until_it_is_hot(monkeypatch):
         assert generated_bodies(template) == []
     assert template.render(messages=messages) == "user:hi;"
     [code] = generated_bodies(template)
-    assert "for " in code.source and "m.role" not in code.source  # the loop, written out
+    source = codegen.source_of(code.generated_from)
+    assert "for " in source and "m.role" not in source  # the loop, written out
     assert template.render(messages=messages) == "user:hi;"
+
+
+def test_the_closures_a_generated_body_replaces_are_not_kept(monkeypatch):
+    # A template that serves many renders keeps its generated code, not both tiers: the
+    # body's closure is dropped once its generated function runs it.
+    import gc
+    import weakref
+    monkeypatch.setattr(tiers, "HOT", 2)
+    template = jinjamark.chat_environment().from_string("{% for m in messages %}{{ m.content }}{% endfor %}")
+    messages = [{"content": "x"}]
+    assert template.render(messages=messages) == "x"
+    [(tiered, body)] = [entry for entry in template.memo[CODE].values() if type(entry[1]) is tuple]
+    [state] = [cell.cell_contents for cell in tiered.__closure__ if type(cell.cell_contents) is list]
+    first_tier = weakref.ref(state[0])
+    assert template.render(messages=messages) == "x"
+    gc.collect()
+    assert first_tier() is None
+    assert generated_bodies(template) and template.render(messages=messages) == "x"
+
+
+class Message:
+    """A message that is no dict: the generated code's general path reads it."""
+
+    def __init__(self, content):
+        self.content = content
+
+
+def test_a_general_path_of_generated_code_is_compiled_when_first_taken():
+    # The closures of general paths (a message that is no dict) are made when first called,
+    # then called directly; plain data never makes them.
+    from jinjamark.evaluation.compiling.codegen import _OnFirstCall
+    source = "{% for m in messages %}{{ m.content }};{% endfor %}"
+    template = jinjamark.chat_environment().from_string(source)
+    assert template.render(messages=[{"content": "a"}]) == "a;"
+    [code] = generated_bodies(template)
+    waiting = [name for name, value in code.__globals__.items() if type(value) is _OnFirstCall]
+    assert waiting
+    expected = oracle.compiled(source).render(messages=[Message("b"), {"content": "c"}])
+    assert template.render(messages=[Message("b"), {"content": "c"}]) == expected == "b;c;"
+    assert [name for name in waiting if type(code.__globals__[name]) is _OnFirstCall] != waiting
+    assert template.render(messages=[Message("d")]) == "d;"
 
 
 NESTED_LOOPS = "".join("{%% for x%d in xs %%}" % i for i in range(12)) + "{{ x11 }}" + \

@@ -62,57 +62,74 @@ _PLAIN_DATA = (range, set, frozenset, bytes, bytearray, slice)  # their repr sho
 
 def repr_value(value: Any, _depth: int = 0) -> str:
     """Python's repr(), keeping the marks of strings inside containers (and sets, and the
-    runtime objects whose repr shows what they hold)."""
+    runtime objects whose repr shows what they hold). The pieces of the whole value are
+    collected in one list and joined once: a container of marked strings (typed content,
+    `tools|string`) costs one `concat`, not one per level and per string."""
+    pieces: list[str] = []
+    _repr_into(value, pieces, _depth)
+    return concat(pieces)
+
+
+def _repr_into(value: Any, out: list, depth: int) -> None:
+    """Append the pieces of `value`'s repr to `out` (see repr_value)."""
     t = type(value)
-    if t is InputInt or t is InputFloat or t is InputBytes:
-        return marks.mark(repr(value))
-    if t is Input or isinstance(value, Mixed):  # Mixed, or safe marked text (markup.SafeMixed)
+    if t is str or t is int or t is float or t is bool or value is None:
+        out.append(repr(value))
+    elif t is InputInt or t is InputFloat or t is InputBytes:
+        out.append(marks.mark(repr(value)))
+    elif t is Input or isinstance(value, Mixed):  # Mixed, or safe marked text (markup.SafeMixed)
         text = repr(value)
         wrapper = "Markup(" if hasattr(value, "__html__") else ""  # safe text, as markupsafe's
         # the characters between the quotes are the string's own when nothing was escaped
         if len(text) == len(value) + 2:
-            return concat((wrapper, text[0], value, text[-1], ")" if wrapper else ""))
-        return marks.mark(wrapper + text + (")" if wrapper else ""))
-    if _depth > 100:
+            out.extend((wrapper, text[0], value, text[-1], ")" if wrapper else ""))
+        else:
+            out.append(marks.mark(wrapper + text + (")" if wrapper else "")))
+    elif depth > 100:
         raise RecursionError("value nests too deeply to print")
-    if t is list:
-        return concat(["[", _join_reprs(value, _depth), "]"])
-    if t in _VIEWS:
-        return concat([f"{t.__name__}(", repr_value(list(value), _depth + 1), ")"])
-    if isinstance(value, tuple) and (t is tuple or not hasattr(value, "_fields")):
-        inner = _join_reprs(value, _depth)
-        return concat(["(", inner, ",)" if len(value) == 1 else ")"])
-    if isinstance(value, tuple):  # a named tuple (groupby's groups): Name(field=value, ...)
-        pieces = [f"{t.__name__}("]
+    elif t is list:
+        _items_into("[", value, "]", out, depth)
+    elif t in _VIEWS:
+        _items_into(f"{t.__name__}([", value, "])", out, depth + 1)  # as a list inside
+    elif isinstance(value, tuple) and (t is tuple or not hasattr(value, "_fields")):
+        _items_into("(", value, ",)" if len(value) == 1 else ")", out, depth)
+    elif isinstance(value, tuple):  # a named tuple (groupby's groups): Name(field=value, ...)
+        out.append(f"{t.__name__}(")
         for i, (field, item) in enumerate(zip(value._fields, value)):
-            pieces.extend((", " if i else "", f"{field}=", repr_value(item, _depth + 1)))
-        pieces.append(")")
-        return concat(pieces)
-    if t is dict:
-        pieces = ["{"]
+            out.append(f", {field}=" if i else f"{field}=")
+            _repr_into(item, out, depth + 1)
+        out.append(")")
+    elif t is dict:
+        out.append("{")
         for i, (k, v) in enumerate(value.items()):
             if i:
-                pieces.append(", ")
-            pieces.extend((repr_value(k, _depth + 1), ": ", repr_value(v, _depth + 1)))
-        pieces.append("}")
-        return concat(pieces)
-    if t is str or t is int or t is float or t is bool or value is None:
-        return repr(value)
-    if isinstance(value, str):
-        return repr(value)  # Markup and other str subclasses
-    if isinstance(value, (set, frozenset)):
-        return _set_repr(value, _depth)
-    if t in _SHOWING:
-        return _SHOWING[t](value, _depth)
-    return safe_repr(value)
+                out.append(", ")
+            _repr_into(k, out, depth + 1)
+            out.append(": ")
+            _repr_into(v, out, depth + 1)
+        out.append("}")
+    elif isinstance(value, str):
+        out.append(repr(value))  # Markup and other str subclasses
+    elif isinstance(value, (set, frozenset)):
+        if not value:
+            out.append("set()" if type(value) is set else f"{type(value).__name__}()")
+        elif type(value) is set:
+            _items_into("{", value, "}", out, depth)
+        else:
+            _items_into(f"{type(value).__name__}({{", value, "})", out, depth)
+    elif t in _SHOWING:
+        out.append(_SHOWING[t](value, depth))
+    else:
+        out.append(safe_repr(value))
 
 
-def _set_repr(value: Any, depth: int) -> str:
-    kind = "" if type(value) is set else f"{type(value).__name__}("
-    if not value:
-        return f"{kind or 'set('})"
-    inner = concat(["{", _join_reprs(value, depth), "}"])
-    return concat([kind, inner, ")"]) if kind else inner
+def _items_into(opening: str, items: Any, closing: str, out: list, depth: int) -> None:
+    out.append(opening)
+    for i, item in enumerate(items):
+        if i:
+            out.append(", ")
+        _repr_into(item, out, depth + 1)
+    out.append(closing)
 
 
 # The runtime objects whose repr shows what they hold (which may be input), as Jinja2's do.
@@ -122,12 +139,3 @@ _SHOWING: dict = {
                                              "/", repr_value(loop.length, depth + 1), ">"]),
     InputRange: lambda numbers, depth: marks.mark(repr(numbers)),
 }
-
-
-def _join_reprs(items: Any, depth: int) -> str:
-    pieces = []
-    for i, item in enumerate(items):
-        if i:
-            pieces.append(", ")
-        pieces.append(repr_value(item, depth + 1))
-    return concat(pieces)

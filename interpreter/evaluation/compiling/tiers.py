@@ -13,16 +13,17 @@ HOT = 2  # the run of a body from which it is generated (tests set 1: every body
 def tiered(table: dict, body: tuple) -> Code:
     """The closure of `body` that, on its `HOT`-th run, replaces itself in `table` (the
     template's code table) by the generated function."""
-    closure = compile_body(body)
-    runs = [0]
+    state = [compile_body(body), 0]  # the code that runs the body, and its runs so far
 
     def run(ev: Any, scope: Any) -> Any:
-        runs[0] += 1
-        if runs[0] == HOT:
+        state[1] += 1
+        if state[1] == HOT:
             from .codegen import generate  # here, not at import: a few ms a first call need not pay
             generated = generate(body)
             if generated is not None:
+                # The generated function replaces the closures, in the table and here (a parent's
+                # closure may hold this function): they are not kept alive beside it.
                 table[id(body)] = (generated, body)
-                return generated(ev, scope)
-        return closure(ev, scope)
+                state[0] = generated
+        return state[0](ev, scope)
     return run

@@ -23,7 +23,8 @@ from typing import Any
 
 from .expressions import HELPERS
 from .statements import StatementWriter
-from .writer import RUNTIME
+from ..core import compile_node
+from .writer import RUNTIME, Deferred
 
 _NAMESPACE = {**RUNTIME, **HELPERS}
 
@@ -37,8 +38,13 @@ class GenerationWarning(RuntimeWarning):
     it an error); the body keeps running as closures."""
 
 
-def generate(body: tuple) -> Any:
-    """The generated function of `body`, or None when Python cannot compile it."""
+def source_of(body: tuple) -> str:
+    """The Python source generated for `body` (for a reader debugging a render: the generated
+    function does not keep it, since it is several times the size of its code)."""
+    return _written(body)[0]
+
+
+def _written(body: tuple) -> tuple[str, dict]:
     writer = StatementWriter()
     writer.body(body, "scope", {})
     # What stays the same while a body runs is read once: the budget, and the binary
@@ -48,7 +54,16 @@ def generate(body: tuple) -> Any:
     source = ("def body(ev, scope):\n    budget, binops, out, fast = ev.budget, ev.binops, ev.out, ev.fast\n"
               "    adding = fast and not (binops and '+' in binops)\n"
               + "\n".join(writer.lines) + "\n")
-    namespace = dict(_NAMESPACE, **writer.constants)
+    return source, writer.constants
+
+
+def generate(body: tuple) -> Any:
+    """The generated function of `body`, or None when Python cannot compile it."""
+    source, constants = _written(body)
+    namespace = dict(_NAMESPACE, **constants)
+    for name, value in constants.items():  # the closures of general paths, made when first run
+        if type(value) is Deferred:
+            namespace[name] = _OnFirstCall(namespace, name, value.node)
     try:
         exec(compile(source, "<jinjamark generated>", "exec"), namespace)
     except (SyntaxError, RecursionError, MemoryError) as error:  # the closures keep running it
@@ -57,8 +72,24 @@ def generate(body: tuple) -> Any:
                           "run it", GenerationWarning, stacklevel=2)
         return None
     function = namespace["body"]
-    function.source = source  # for a reader debugging a render
+    function.generated_from = body  # what source_of takes
     return function
 
 
-__all__ = ["GenerationWarning", "generate"]
+class _OnFirstCall:
+    """A node's closure in a generated function's globals until it is first called: then it is
+    compiled and put in its place, so later calls are direct. Most are general paths that a
+    render of plain data never takes (a message that is no dict, a sandboxed `+`); compiled
+    up front they kept a second copy of the first tier's closures alive with every template."""
+
+    __slots__ = ("namespace", "name", "node")
+
+    def __init__(self, namespace: dict, name: str, node: Any) -> None:
+        self.namespace, self.name, self.node = namespace, name, node
+
+    def __call__(self, *args: Any) -> Any:
+        code = self.namespace[self.name] = compile_node(self.node)
+        return code(*args)
+
+
+__all__ = ["GenerationWarning", "generate", "source_of"]

@@ -8,11 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from ....grammar import ast
-from ..core import compile_node, size
+from ..core import size
 from ..operators import Addends, addends
 from ..statements import _loop_facts, _switch
 from ..access import read_path
 from .expressions import ExpressionWriter, _plus
+from .writer import Deferred
 
 # Python refuses more than 20 nested blocks (loops, try) in one function: deeper loops stay
 # calls of their closures.
@@ -103,7 +104,7 @@ class StatementWriter(ExpressionWriter):
         """compile_sum's `{{ a + b + c }}`: while the addends are text they are written one
         after the other; from the first that is not, the rest is added as the expression tree
         adds it (operators' _add_rest, which evaluates the addends after it) and printed."""
-        whole = self.constant(compile_node(node))  # compile_sum(expr, output=node)
+        whole = self.constant(Deferred(node))  # compile_sum(expr, output=node)
         terms = self.constant(Addends(node.expr))
         output = self.constant(node)
         self.line("if not adding:")

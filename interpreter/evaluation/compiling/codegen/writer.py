@@ -13,7 +13,6 @@ from ....values.runtime import LoopContext, Macro, Namespace
 from ....values.undefined import MISSING, Undefined
 from ...loops import LoopSignal, assign, filtered, loop_iterator
 from ...scope import Scope
-from ..core import compile_node
 
 # Names the generated code uses besides its constants (codegen/__init__.py adds the helpers of
 # expressions.py).
@@ -23,6 +22,15 @@ RUNTIME = {"MISSING": MISSING, "Input": Input, "Mixed": Mixed, "str": str, "int"
            "Undefined": Undefined, "LoopSignal": LoopSignal, "Scope": Scope, "assign": assign,
            "filtered": filtered, "loop_iterator": loop_iterator, "Exception": Exception,
            "StopIteration": StopIteration, "Text": ast.Text, "Output": ast.Output}
+
+
+class Deferred:
+    """A constant standing for `node`'s closure, which generate() compiles on its first call."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: Any) -> None:
+        self.node = node
 
 
 class Writer:
@@ -51,8 +59,9 @@ class Writer:
         return f"t{self.count}"
 
     def closure(self, node: Any, scope: str) -> str:
-        """A call of the node's closure (the first tier's code for it)."""
-        return f"{self.constant(compile_node(node))}(ev, {scope})"
+        """A call of the node's closure (the first tier's code for it), compiled when first
+        called (codegen's `_OnFirstCall`)."""
+        return f"{self.constant(Deferred(node))}(ev, {scope})"
 
     def indented(self, write: Any, *args: Any) -> None:
         self.depth += 1
