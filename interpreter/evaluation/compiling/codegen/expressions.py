@@ -11,7 +11,7 @@ from typing import Any
 from ....grammar import ast
 from ....metering import charge_compare
 from ....values.access import get_attribute
-from ....values.marks import concat2
+from ....values.marks import Input, Mixed, concat2
 from ....values.methods import DICT_METHODS, STR_METHODS
 from ...contexts import Context, context_if_wanted
 from ...expressions import COMPARE, SMALL_COPY, binary, cheap_to_compare, join_printed
@@ -76,7 +76,8 @@ HELPERS = {"ABSENT": ABSENT, "operate": operate, "compare_values": compare_value
            "item_of": item_of, "concat2": concat2, "add_rest": add_rest, "filter_value": filter_value, "test_value": test_value, "unary": unary,
            "join_printed": join_printed, "get_attribute": get_attribute, "call_function": call_function,
            "plain_function": plain_function, "PLAIN_TESTS": _PLAIN_TESTS, "SMALL_COPY": SMALL_COPY,
-           "NUMBERS": _NUMBERS, "ORDERED": _ORDERED, "COMPARED_CHEAPLY": _COMPARED_CHEAPLY,
+           "NUMBERS": _NUMBERS, "ORDERED": _ORDERED, "HASHED_CHEAPLY": _HASHED_CHEAPLY,
+           "TEXTS": frozenset((str, Input, Mixed)), "COMPARED_CHEAPLY": _COMPARED_CHEAPLY,
            "DICT_KEYS": _DICT_KEYS, "INDICES": _INDICES}
 
 
@@ -205,8 +206,11 @@ class ExpressionWriter(Writer):
             self.depth -= 1
             return result
         right = self.expr(right_node, scope, local)
-        if op in ("in", "not in"):
-            return self.located(f"compare_values(ev, {op!r}, {left}, {right})", node)
+        if op in ("in", "not in"):  # a short key in a dict, short text in short text: at once
+            test = (f"type({right}) is dict and type({left}) in HASHED_CHEAPLY or type({right}) in TEXTS "
+                    f"and type({left}) in TEXTS and len({right}) <= 2048 and len({left}) <= 2048")
+            return self.either(test, f"{left} {op} {right}",
+                               f"compare_values(ev, {op!r}, {left}, {right})", node)
         return self.either(f"type({left}) in ORDERED and type({right}) in ORDERED", f"{left} {op} {right}",
                            f"compare_values(ev, {op!r}, {left}, {right})", node)
 
