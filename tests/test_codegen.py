@@ -108,6 +108,40 @@ def test_a_general_path_of_generated_code_is_compiled_when_first_taken():
     assert template.render(messages=[Message("d")]) == "d;"
 
 
+DEFINED_SOURCES = [
+    "{% for m in messages %}{{ m.tool_calls is defined }},{{ m['x'] is not defined }},"
+    "{{ m.items is defined }},{{ m._hidden is defined }},{{ m.x is undefined }},"
+    "{{ not m.x is defined }};{% endfor %}",
+    "{% for m in messages if m.tool_calls %}{{ m.tool_calls.y is defined }}{% endfor %}",
+]
+
+
+class WithToolCalls:
+    tool_calls = {"y": 1}
+    _hidden = 2
+
+
+@pytest.mark.parametrize("source", DEFINED_SOURCES)
+def test_is_defined_of_a_missing_key_answers_as_jinja2(source):
+    # `x.key is defined` on a plain dict without the key answers without reading it in
+    # general; every other shape (an object, a key holding None, a dict method's name, a
+    # private name, a path) reads as before.
+    messages = [{}, {"tool_calls": None, "x": 2, "_hidden": 1}, {"tool_calls": {"y": 0}}, WithToolCalls(),
+                {"items": 1}]
+    expected = oracle.compiled(source).render(messages=messages)
+    template = jinjamark.chat_environment().from_string(source)
+    assert template.render(messages=messages) == expected
+    assert generated_bodies(template) and template.render(messages=messages) == expected
+
+
+def test_is_defined_of_a_missing_key_keeps_a_test_the_environment_replaced():
+    env = jinjamark.chat_environment()
+    env.tests["defined"] = lambda value: "replaced"
+    template = env.from_string("{% for m in messages %}{{ m.x is defined }}{% endfor %}")
+    assert template.render(messages=[{}, {"x": 1}]) == "TrueTrue"
+    assert generated_bodies(template)
+
+
 NESTED_LOOPS = "".join("{%% for x%d in xs %%}" % i for i in range(12)) + "{{ x11 }}" + \
     "{% endfor %}" * 12
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ....grammar import ast
+from ....grammar.ast import NO_ARGUMENTS
 from ....metering import charge_compare
 from ....values.access import get_attribute
 from ....values.marks import Input, Mixed, concat2
@@ -17,6 +18,7 @@ from ...contexts import Context, context_if_wanted
 from ...expressions import COMPARE, SMALL_COPY, binary, cheap_to_compare, join_printed
 from ..access import (_DICT_KEYS, _INDICES, ABSENT, DICT_ATTRIBUTES, LOOP_PROPERTIES, item_of, plain_read,
                       read_path)
+from ....builtins.tests import test_defined, test_undefined
 from ..calls import _PLAIN_TESTS, call_function, plain_function
 from ..operators import (_ARITHMETIC, _COMPARED_CHEAPLY, _EQUALLY_CHEAP, _HASHED_CHEAPLY, _NUMBERS,
                          _ORDERED, _add_rest, _extension_comparison, _finish, _literal_texts)
@@ -393,9 +395,13 @@ class ExpressionWriter(Writer):
         environment calls it (filtered or tested in general). `negated` None for a filter;
         `site` the test node when a `not` was folded into it."""
         site = node if site is None else site
-        value = self.expr(value_node, scope, local)
-        args, kwargs = self.evaluated(site.arguments, scope, local)
         function, result = self.temp(), self.temp()
+        missing = _missing_key(value_node) if negated is not None else None
+        if missing is not None and site.name in _DEFINED_TESTS and site.arguments == NO_ARGUMENTS:
+            value = self.key_or_absent(value_node, missing, function, site.name, scope, local)
+        else:
+            value, missing = self.expr(value_node, scope, local), None
+        args, kwargs = self.evaluated(site.arguments, scope, local)
         last, plain, seen = self.temp(), self.temp(), self.constant([(None, False)])
         known = "" if negated is None else ", PLAIN_TESTS"
         self.line(f"{function} = ev.env.{table}.get({site.name!r})")
@@ -404,7 +410,12 @@ class ExpressionWriter(Writer):
         self.line(f"    {plain} = {function} is not None and plain_function({function}{known})")
         self.line(f"    {seen}[0] = {function}, {plain}")
         self.line("try:")
-        self.line(f"    if {plain}:")
+        if missing is not None:  # a plain dict without the key: the builtin test's answer at once
+            self.line(f"    if {value} is ABSENT:")
+            self.line(f"        {result} = {site.name == 'undefined'}")
+            self.line(f"    elif {plain}:")
+        else:
+            self.line(f"    if {plain}:")
         call = f"{function}({value}{_passed(args, kwargs)})"
         general = (f"{'filter_value' if negated is None else 'test_value'}(ev, {scope}, {site.name!r}, {value}, "
                    f"{_collected(args, kwargs)})")
@@ -421,6 +432,22 @@ class ExpressionWriter(Writer):
         self.line("except Exception as e:")
         self.line(f"    ev.fail(e, {self.constant(site)})")
         return result
+
+    def key_or_absent(self, node: Any, key: str, function: str, name: str, scope: str,
+                      local: dict) -> str:
+        """`x.key is defined` (and `undefined`, `x['key']`): ABSENT where `x` is a plain dict
+        without the key and the test is the builtin one, which then answers without the
+        Undefined the read would make (`message.tool_calls is defined`, once per message);
+        else the value, read as the node reads it."""
+        container, value = self.expr(node.obj, scope, local), self.temp()
+        self.line(f"{function} = ev.env.tests.get({name!r})")
+        self.line(f"{value} = {container}.get({self.constant(key)}, ABSENT) if type({container}) is dict else ABSENT")
+        self.line(f"if {value} is ABSENT and not ({function} is {self.constant(_DEFINED_TESTS[name])} "
+                  f"and type({container}) is dict):")
+        self.depth += 1
+        self.line(f"{value} = {self.closure(node, scope)}")
+        self.depth -= 1
+        return value
 
     def value(self, expression: str) -> str:
         """A local holding `expression`, which cannot fail."""
@@ -475,6 +502,23 @@ class ExpressionWriter(Writer):
         self.line(f"{result} = {right}")
         self.depth -= 1
         return result
+
+
+_DEFINED_TESTS = {"defined": test_defined, "undefined": test_undefined}
+
+
+def _missing_key(node: Any) -> Any:
+    """The text key of `x.key` or `x['key']` when a plain dict without it makes the read
+    undefined (a key no dict method or private name shadows), else None."""
+    if type(node) is ast.GetAttr:
+        key = node.attr
+    elif type(node) is ast.GetItem and type(node.key) is ast.Const:
+        key = node.key.value
+    else:
+        return None
+    if type(key) is not str or key[:1] == "_" or key in DICT_ATTRIBUTES:
+        return None
+    return key
 
 
 def _passed(args: list, kwargs: list) -> str:
