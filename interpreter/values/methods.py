@@ -29,7 +29,7 @@ def _same_method(name: str) -> Callable:
         if kwargs and marks.is_marked(receiver):
             _check_arguments(name, args, kwargs)
         return getattr(receiver, name)(*args, **kwargs)
-    call.__name__ = name
+    call.__name__ = call.same_as = name  # codegen calls str's own method on plain text
     return call
 
 

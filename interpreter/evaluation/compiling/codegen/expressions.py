@@ -10,7 +10,7 @@ from typing import Any
 
 from ....grammar import ast
 from ....grammar.ast import NO_ARGUMENTS
-from ....metering import charge_compare
+from ....metering import _RESULTS, COPY, FIND, SMALL_WORK, charge, charge_compare
 from ....values.access import get_attribute
 from ....values.marks import Input, Mixed, concat2
 from ....values.methods import DICT_METHODS, STR_METHODS
@@ -18,6 +18,7 @@ from ...contexts import Context, context_if_wanted
 from ...expressions import COMPARE, SMALL_COPY, binary, cheap_to_compare, join_printed
 from ..access import (_DICT_KEYS, _INDICES, ABSENT, DICT_ATTRIBUTES, LOOP_PROPERTIES, item_of, plain_read,
                       read_path)
+from ....builtins.filters import FILTERS
 from ....builtins.tests import test_defined, test_undefined
 from ..calls import _PLAIN_TESTS, call_function, plain_function
 from ..operators import (_ARITHMETIC, _COMPARED_CHEAPLY, _EQUALLY_CHEAP, _HASHED_CHEAPLY, _NUMBERS,
@@ -79,7 +80,8 @@ HELPERS = {"ABSENT": ABSENT, "operate": operate, "compare_values": compare_value
            "join_printed": join_printed, "get_attribute": get_attribute, "call_function": call_function,
            "plain_function": plain_function, "PLAIN_TESTS": _PLAIN_TESTS, "SMALL_COPY": SMALL_COPY,
            "NUMBERS": _NUMBERS, "ORDERED": _ORDERED, "HASHED_CHEAPLY": _HASHED_CHEAPLY,
-           "TEXTS": frozenset((str, Input, Mixed)), "COMPARED_CHEAPLY": _COMPARED_CHEAPLY,
+           "TEXTS": frozenset((str, Input, Mixed)),
+           "RESULTS": _RESULTS, "COPY": COPY, "SMALL_WORK": SMALL_WORK, "charge": charge, "COMPARED_CHEAPLY": _COMPARED_CHEAPLY,
            "DICT_KEYS": _DICT_KEYS, "INDICES": _INDICES}
 
 
@@ -243,6 +245,17 @@ class ExpressionWriter(Writer):
         receiver, kind, method = self.expr(func.obj, scope, local), self.temp(), self.temp()
         string_method, dict_method = STR_METHODS.get(func.attr), DICT_METHODS.get(func.attr)
         self.line(f"{kind} = type({receiver})")
+        units = _light_units(string_method, node.arguments, receiver)
+        if units is not None:  # `text.strip()`, `text.startswith('<think>')` on plain text
+            own = getattr(string_method, "same_as", None)
+            function = self.constant(getattr(str, own) if own else string_method.unmetered)
+            self.line(f"if {kind} is str:")
+            self.depth += 1
+            arguments = _passed(*self.evaluated(node.arguments, scope, local))
+            self.light_call(units, f"{function}({receiver}{arguments})", result, node)
+            self.depth -= 1
+            self.line("else:")
+            self.depth += 1
         self.line(f"if {kind} is str or {kind} is Input or {kind} is Mixed: "
                   f"{method} = {self.constant(string_method)}")
         self.line(f"elif {kind} is dict: {method} = {self.constant(dict_method)}")
@@ -266,7 +279,21 @@ class ExpressionWriter(Writer):
         self.line(f"{result} = "
                   f"{self.located(f'call_function(ev, {scope}, {function}, {collected})', node)}")
         self.depth -= 1
+        if units is not None:
+            self.depth -= 1
         return result
+
+    def light_call(self, units: str, call: str, result: str, node: Any) -> None:
+        """A metered builtin called itself, charging what its metered call charges (`units`,
+        before it runs, when not small; then a large result): one call, not three."""
+        self.line(f"{result} = {units}")
+        self.line(f"if {result} >= SMALL_WORK: charge({result})")
+        self.line("try:")
+        self.line(f"    {result} = {call}")
+        self.line("except Exception as e:")
+        self.line(f"    ev.fail(e, {self.constant(node)})")
+        self.line(f"if isinstance({result}, RESULTS) and len({result}) * COPY >= SMALL_WORK: "
+                  f"charge(len({result}) * COPY)")
 
     def evaluated(self, arguments: Any, scope: str, local: dict) -> tuple[list, list]:
         """The arguments evaluated in order: the positional ones' locals, (name, local) pairs."""
@@ -409,6 +436,17 @@ class ExpressionWriter(Writer):
         self.line(f"if {function} is not {last}:")
         self.line(f"    {plain} = {function} is not None and plain_function({function}{known})")
         self.line(f"    {seen}[0] = {function}, {plain}")
+        builtin = FILTERS.get(site.name) if negated is None else None
+        units = _light_units(builtin, site.arguments, value) \
+            if builtin is not None and plain_function(builtin) else None
+        if units is not None:  # `text | trim` of plain text by the builtin filter
+            self.line(f"if {function} is {self.constant(builtin)} and type({value}) is str:")
+            self.depth += 1
+            self.light_call(units, f"{self.constant(builtin.unmetered)}({value}{_passed(args, kwargs)})",
+                            result, site)
+            self.depth -= 1
+            self.line("else:")
+            self.depth += 1
         self.line("try:")
         if missing is not None:  # a plain dict without the key: the builtin test's answer at once
             self.line(f"    if {value} is ABSENT:")
@@ -431,6 +469,8 @@ class ExpressionWriter(Writer):
                 self.line(f"    {result} = not {result}")
         self.line("except Exception as e:")
         self.line(f"    ev.fail(e, {self.constant(site)})")
+        if units is not None:
+            self.depth -= 1
         return result
 
     def key_or_absent(self, node: Any, key: str, function: str, name: str, scope: str,
@@ -505,6 +545,30 @@ class ExpressionWriter(Writer):
 
 
 _DEFINED_TESTS = {"defined": test_defined, "undefined": test_undefined}
+
+
+def _light_units(builtin: Any, arguments: Any, text: str) -> Any:
+    """The units metering.metered charges a call of `builtin` on the text in the local `text`
+    with these arguments (literals only, none named), as an expression in the same terms and
+    order as `metered` sums them (so the same charge, to the last bit); None for any other call."""
+    if getattr(builtin, "unmetered", None) is None or builtin.base or arguments.kwargs \
+            or not _plain_arguments(arguments):
+        return None
+    values = []
+    for argument in arguments.args:
+        if type(argument) is not ast.Const or type(argument.value) not in _LITERAL_ARGUMENTS:
+            return None
+        values.append(argument.value)
+    size = sum(len(value) for value in values if type(value) is str)
+    units = f"{builtin.base!r} + {builtin.cost!r} * (len({text}) + {size})"
+    if builtin.walk is not None:  # the text (position 0) and the arguments from `walk` on
+        for position, value in enumerate([None, *values]):
+            if position >= builtin.walk and (position == 0 or type(value) is str):
+                units += f" + {f'len({text})' if position == 0 else len(value)} * {FIND!r}"
+    return units
+
+
+_LITERAL_ARGUMENTS = frozenset((str, int, bool, type(None)))
 
 
 def _missing_key(node: Any) -> Any:
