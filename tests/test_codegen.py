@@ -174,21 +174,25 @@ LIGHT_CALLS = ("{% for m in messages %}{{ m.content.strip() }}{{ m.content | tri
 
 def test_builtins_called_at_once_charge_what_their_metered_calls_charge(monkeypatch):
     # The generated code calls `text.strip()` and `text | trim` itself on plain text: it must
-    # charge the same units, in the same order, as the metered call the closures make.
-    from jinjamark import metering
+    # charge the same units, in the same order, as the metered call the closures make; and so
+    # on marked text (render_parts), whose marks it keeps.
+    from jinjamark import mark_input, metering
     messages = [{"content": text} for text in (" short ", "x" * 300, "a" * 5000 + "<t", "ß" * 400)]
     charged: dict = {}
     real = metering.Meter.charge
-    for hot in (2, 1):  # the closures', then the generated code's
+    for hot in (3, 1):  # the closures', then the generated code's
         monkeypatch.setattr(tiers, "HOT", hot)
         units: list = []
         monkeypatch.setattr(metering.Meter, "charge", lambda self, n: (units.append(n), real(self, n))[1])
         template = jinjamark.chat_environment().from_string(LIGHT_CALLS)
         text = template.render(messages=messages)
-        charged[hot] = (text, units)
+        parts = template.render_parts(messages=[{"content": mark_input(m["content"])} for m in messages])
+        charged[hot] = (text, parts, units)
         assert bool(generated_bodies(template)) is (hot == 1)
-    assert charged[1] == charged[2] and any(n >= metering.SMALL_WORK for n in charged[1][1])
+    assert charged[1] == charged[3] and any(n >= metering.SMALL_WORK for n in charged[1][2])
     assert charged[1][0] == oracle.compiled(LIGHT_CALLS).render(messages=messages)
+    text, parts, _ = charged[1]
+    assert "".join(part.text for part in parts) == text and parts[:2] == [("shortshort1 SHORT ", True), ("False", False)]
 
 
 def test_generated_code_raises_at_the_node_the_closures_raise_at(monkeypatch):

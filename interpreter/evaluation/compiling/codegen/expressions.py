@@ -246,13 +246,18 @@ class ExpressionWriter(Writer):
         string_method, dict_method = STR_METHODS.get(func.attr), DICT_METHODS.get(func.attr)
         self.line(f"{kind} = type({receiver})")
         units = _light_units(string_method, node.arguments, receiver)
-        if units is not None:  # `text.strip()`, `text.startswith('<think>')` on plain text
+        if units is not None:  # `text.strip()`, `text.startswith('<think>')` of text, marked or not
             own = getattr(string_method, "same_as", None)
-            function = self.constant(getattr(str, own) if own else string_method.unmetered)
-            self.line(f"if {kind} is str:")
-            self.depth += 1
+            unmetered = self.constant(string_method.unmetered)
             arguments = _passed(*self.evaluated(node.arguments, scope, local))
-            self.light_call(units, f"{function}({receiver}{arguments})", result, node)
+            if own:  # plain text's own method is str's, in C
+                self.line(f"if {kind} is str:")
+                self.depth += 1
+                self.light_call(units, f"{self.constant(getattr(str, own))}({receiver}{arguments})", result, node)
+                self.depth -= 1
+            self.line(f"{'elif' if own else 'if'} {kind} is str or {kind} is Input or {kind} is Mixed:")
+            self.depth += 1
+            self.light_call(units, f"{unmetered}({receiver}{arguments})", result, node)
             self.depth -= 1
             self.line("else:")
             self.depth += 1
@@ -439,8 +444,8 @@ class ExpressionWriter(Writer):
         builtin = FILTERS.get(site.name) if negated is None else None
         units = _light_units(builtin, site.arguments, value) \
             if builtin is not None and plain_function(builtin) else None
-        if units is not None:  # `text | trim` of plain text by the builtin filter
-            self.line(f"if {function} is {self.constant(builtin)} and type({value}) is str:")
+        if units is not None:  # `text | trim` of text, marked or not, by the builtin filter
+            self.line(f"if {function} is {self.constant(builtin)} and type({value}) in TEXTS:")
             self.depth += 1
             self.light_call(units, f"{self.constant(builtin.unmetered)}({value}{_passed(args, kwargs)})",
                             result, site)
