@@ -47,7 +47,8 @@ MODULES: set[str] = set()  # the modules whose classes are made records (grammar
 
 class Packed:
     """A field kept in a slot of another name in a compact form (`pack`), and read back as its
-    value (`unpack`) through a property of the field's name: ast.Node's `span`."""
+    value (`unpack`, given the value and the node) through a property of the field's name:
+    ast.Node's `span`."""
 
     def __init__(self, name: str, pack: Any, unpack: Any) -> None:
         self.name, self.slot, self.pack, self.unpack = name, f"_{name}", pack, unpack
@@ -57,7 +58,7 @@ class Packed:
         read = attrgetter(slot)
 
         def get(node: Any) -> Any:
-            return unpack(read(node))
+            return unpack(read(node), node)
 
         def set_(node: Any, value: Any) -> None:
             object.__setattr__(node, slot, pack(value))  # past a frozen dataclass subclass's guard

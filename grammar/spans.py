@@ -86,9 +86,12 @@ def pack_span(value: Any) -> Any:
     return int(value) if value.__class__ is Span else value
 
 
-def unpack_span(value: Any) -> Any:
-    """The Span a node's kept int stands for."""
-    return int.__new__(Span, value) if value.__class__ is int else value
+def unpack_span(value: Any, node: Any = None) -> Any:
+    """The Span a node's kept int stands for (or the one its template keeps for it:
+    sharedspans.py)."""
+    if value.__class__ is int:
+        return int.__new__(Span, value)
+    return value.of(node) if hasattr(value, "of") else value
 
 
 

@@ -12,6 +12,7 @@ from .grammar import ast
 from .values.hostcalls import host_result, keeps_marks_declared
 from .loaders import TemplateLoading, keep
 from .grammar.delimiters import Delimiters
+from .grammar.sharedspans import share as share_spans
 from .grammar.whitespace import Options
 from .errors import TemplateError, TemplateRuntimeError, TemplateTooLarge
 from .evaluation.autoescape import initial as initial_autoescape, set_autoescape
@@ -280,7 +281,8 @@ class Template:
         template.name = name
         template.filename = None
         template.uptodate = None  # from the loader: whether the source is still what it was
-        template.composes = composes(tree)
+        # the spans kept in one array (grammar/sharedspans.py), by the walk composes() asks
+        template.composes = composes(share_spans(tree))
         try:  # which frame owns which name, and the blocks, found once, as Jinja2's compiler does
             template.blocks, toplevel, guarded = analyse(tree)
             # a template that does not compose never extends: nothing of it is guarded (and the

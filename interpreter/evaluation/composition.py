@@ -9,7 +9,7 @@ top-level `set`s of the child and of its parents go and which every block sees.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from .autoescape import autoescaping, initial, set_autoescape
 from ..errors import LimitExceeded, TemplateAssertionError, TemplateRuntimeError
@@ -78,10 +78,11 @@ def analyse(tree: ast.Template) -> tuple[dict[str, ast.Block], frozenset[int], f
 _FUNCTION_BODIES = (ast.Macro, ast.CallBlock, ast.Block, ast.AssignBlock)
 
 
-def composes(tree: ast.Template) -> bool:
-    """Whether rendering the template needs a chain: blocks, composition tags, or `self`."""
+def composes(nodes: Iterable[Any]) -> bool:
+    """Whether rendering a template of these nodes (all of its tree's) needs a chain: blocks,
+    composition tags, or `self`."""
     return any(type(node) in _COMPOSING or (type(node) is ast.Name and node.name == "self")
-               for node in ast.walk(tree))
+               for node in nodes)
 
 
 _COMPOSING = (ast.Block, ast.Extends, ast.Include, ast.Import, ast.FromImport)

@@ -1,0 +1,79 @@
+"""What a compiled template keeps: its nodes' spans in one array (grammar/sharedspans.py).
+
+The size itself is measured by benchmarks/memory.py (no byte counts are asserted here); these
+tests hold the sharing to what it must keep: every span reads as the parser made it, errors
+point where they pointed, and a render that raises nothing never looks a span up.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import jinjamark
+from jinjamark.chat import ChatTemplate
+from jinjamark.evaluation.compiling import tiers
+from jinjamark.grammar import ast, sharedspans
+
+CORPUS = Path(__file__).parent / "corpus"
+TEMPLATES = sorted((CORPUS / "templates").glob("*.jinja"))
+CONVERSATIONS = [json.loads(path.read_text("utf-8")) for path in sorted((CORPUS / "conversations").glob("*.json"))]
+
+
+def spans(tree) -> list:
+    return [(type(node).__name__, node.span) for node in ast.walk(tree) if isinstance(node, ast.Node)]
+
+
+@pytest.mark.parametrize("path", TEMPLATES[::3], ids=lambda p: p.stem)
+def test_every_span_of_a_compiled_template_reads_as_the_parser_made_it(path):
+    source = path.read_text("utf-8")
+    parsed = jinjamark.chat_environment().parse(source)  # its own spans, not shared
+    compiled = jinjamark.chat_environment().from_string(source).tree
+    nodes = [node for node in ast.walk(compiled) if isinstance(node, ast.Node)]
+    assert any(type(object.__getattribute__(node, "_span")) is sharedspans.SharedSpans for node in nodes)
+    assert spans(compiled) == spans(parsed)
+
+
+ERRORS = [
+    "{% macro m(x) %}\n  {{ x.a + 1 }}{% endmacro %}{{ m({'a': 1}) }}\n{{ m({'a': 'z'}) }}",
+    "{% for m in messages %}{{ m.content + 1 if m.content is string else 'x' }}{% endfor %}",
+    "{{ raise_exception('no') if c }}",
+    "{% set ns = namespace(a=1) %}{{ ns.a ~ (ns.a / 0) }}",
+]
+
+
+@pytest.mark.parametrize("hot", [1, 2], ids=["generated", "closures"])
+@pytest.mark.parametrize("source", ERRORS)
+def test_errors_after_sharing_are_located_as_without_it(source, hot, monkeypatch):
+    monkeypatch.setattr(tiers, "HOT", hot)
+
+    def error(environment_share):
+        monkeypatch.setattr("jinjamark.environment.share_spans", environment_share)
+        template = jinjamark.chat_environment().from_string(source)
+        with pytest.raises(jinjamark.TemplateError) as raised:
+            template.render(messages=[{"content": "a"}], c=True)
+        return raised.value.lineno, raised.value.column, str(raised.value)
+    assert error(sharedspans.share) == error(lambda tree: list(ast.walk(tree)))  # spans kept per node
+
+
+def test_a_render_that_raises_nothing_never_looks_a_span_up(monkeypatch):
+    # Spans are looked up for errors: the corpus rendered (both tiers, and as parts) without one.
+    looked_up = []
+    real = sharedspans._owners
+    monkeypatch.setattr(sharedspans, "_owners", lambda root, table: looked_up.append(root) or real(root, table))
+    rendered = 0
+    for path in TEMPLATES[::4]:
+        chat = ChatTemplate(path.read_text("utf-8"))
+        for conversation in CONVERSATIONS[::3]:
+            options = dict(tools=conversation.get("tools"), documents=conversation.get("documents"),
+                           add_generation_prompt=True, **conversation.get("kwargs", {}))
+            for render in (chat.render, chat.render, chat.render_parts):
+                before = len(looked_up)
+                try:
+                    render(conversation["messages"], **options)
+                except (jinjamark.TemplateError, TypeError, ValueError):
+                    continue  # a template that refuses the conversation: its error looked up
+                rendered += 1
+                assert len(looked_up) == before, path.stem
+    assert rendered > 100
