@@ -8,7 +8,7 @@ array's holder, `SharedSpans`. Reading `node.span` then finds the node's place i
 are read for errors and reports, not while rendering, so the place is looked up only then (the
 places of the last template asked are kept, for an error's way out through nested statements).
 A span too wide for 64 bits stays with its node, and so does the span of a node a render reads
-(`_read_while_rendering`; tests/test_memory.py renders the corpus and finds no look-up).
+(see `share`; tests/test_memory.py renders the corpus and finds no look-up).
 """
 from __future__ import annotations
 
@@ -17,9 +17,6 @@ from typing import Any, Iterator
 
 from . import ast
 from .spans import Span
-
-_SPAN_SLOT = "_span"
-
 
 class SharedSpans:
     """The packed spans of the nodes under `root`, in the order `_owners` visits them."""
@@ -45,41 +42,47 @@ def _owners(root: Any, table: SharedSpans) -> Iterator[Any]:
     """The nodes under `root` whose span `table` keeps, each once, in the order share gave them."""
     seen: set[int] = set()
     for node in ast.walk(root):
-        if isinstance(node, ast.Node) and id(node) not in seen and _kept(node) is table:
+        if _keeps_span(node.__class__) and id(node) not in seen and _SLOT.__get__(node) is table:
             seen.add(id(node))
             yield node
 
 
-def _kept(node: Any) -> Any:
-    """What the node's span slot holds (None for an extension's node that keeps its span in a
-    field of its own)."""
-    try:
-        return object.__getattribute__(node, _SPAN_SLOT)
-    except AttributeError:
-        return None
+_SLOT = ast.Node._span  # the slot a node's span is kept in (records.Packed)
+_SPAN = ast.Node.span   # the property reading it
+_KEEPS: dict[type, bool] = {}
 
 
-def _read_while_rendering(node: Any) -> bool:
-    """A node whose span a render reads without an error: `a if b` without `else`, whose
-    undefined value names its line (compiled with its closure). It keeps its own."""
-    return type(node) is ast.CondExpr and node.otherwise is None
+def _keeps_span(kind: type) -> bool:
+    """Whether nodes of `kind` keep their span in the slot (not a record that is no node, nor
+    an extension's node that keeps it in a field of its own)."""
+    keeps = _KEEPS.get(kind)
+    if keeps is None:
+        keeps = _KEEPS[kind] = issubclass(kind, ast.Node) and getattr(kind, "span", None) is _SPAN
+    return keeps
 
 
 def share(root: Any) -> list:
     """Move the spans of the nodes under `root` into one SharedSpans (see the module doc).
     Returns what it walked, every node and record under `root` in `ast.walk`'s order: the
-    compile's other questions about the whole tree are asked of that list, not by a walk each."""
+    compile's other questions about the whole tree are asked of that list, not by a walk each.
+    A node a render reads the span of keeps its own: `a if b` without `else`, whose undefined
+    value names its line (compiled with its closure)."""
     table = SharedSpans(root)
-    keep = table.packed.append
+    keep, read, write, keeps = table.packed.append, _SLOT.__get__, _SLOT.__set__, _KEEPS.get
+    condition = ast.CondExpr
     walked = list(ast.walk(root))
     for node in walked:
-        if not isinstance(node, ast.Node) or _read_while_rendering(node):
+        kind = node.__class__
+        if not (keeps(kind) or _keeps_span(kind)) or (kind is condition and node.otherwise is None):
             continue
-        value = _kept(node)
-        if value.__class__ is int and 0 <= value < 1 << 64:
+        value = read(node)
+        if value.__class__ is int and 0 <= value < _WIDEST:
             keep(value)
-            object.__setattr__(node, _SPAN_SLOT, table)
+            write(node, table)
     return walked
+
+
+_WIDEST = 1 << 64  # what one item of the array holds
 
 
 __all__ = ["SharedSpans", "share"]

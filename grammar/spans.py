@@ -1,7 +1,8 @@
 """`Span`, where a node came from, packed in one int (see the class).
 
 Every node has one, so its size is much of what a compiled template keeps: as a record of four
-fields (64 bytes, and two int objects of 28 bytes for offsets past 256) it was nearly half.
+fields (64 bytes, and two int objects of 28 bytes for offsets past 256) it was nearly half. Once
+a template is compiled, even the int moves into one array for the whole tree (sharedspans.py).
 """
 from __future__ import annotations
 

@@ -73,6 +73,25 @@ def decode_int(text: str) -> int:
     return int(text.replace("_", ""), 0) if text[:2].lower() in ("0b", "0o", "0x") else int(text.replace("_", ""))
 
 
+def _refuse_loop_targets(nodes: list, checked: set) -> None:
+    """A for loop's target and any `set` in it may not name `loop` (Jinja2's check, in its
+    order: the first in the source). A loop inside that was checked when it was built (its id
+    in `checked`) is not walked again: nested loops made this walk quadratic."""
+    nodes.reverse()
+    pop, push = nodes.pop, nodes.extend
+    while nodes:
+        node = pop()
+        kind = type(node)
+        if kind is ast.NameTarget and node.name == "loop":
+            raise TemplateAssertionError("Can't assign to special loop variable in for-loop "
+                                         "target", lineno=node.span.line, column=node.span.column)
+        if kind is not ast.For or id(node) not in checked:
+            inner = ast.children(node)
+            if inner:
+                inner.reverse()
+                push(inner)
+
+
 class AstBuilder:
     """Builds `ast` nodes: each public method is a rule's, called with the rule's positions (a
     Lark-shaped `meta`) and its children. Extensions add methods for their own rules (see
@@ -84,6 +103,7 @@ class AstBuilder:
         self.options = options
         self.delimiters = delimiters  # None: the defaults, read from the source around each text
         self._bare_tests: set[int] = set()  # ids of `x is name` tests with no arguments at all
+        self._checked_loops: set[int] = set()  # ids of the for loops built here (for_stmt)
         # one object per distinct string literal (`'role'`, `'content'` come back many times):
         # a compiled template keeps a copy of each otherwise
         self._strings: dict[str, str] = {}
@@ -159,10 +179,7 @@ class AstBuilder:
         target, iterable, *rest = children
         _check_keyword_ends(self.source, iterable.span.start, "in")
         inside = [target] + [part for part in rest if isinstance(part, (tuple, ast.Node))]
-        for node in ast.walk(tuple(inside)):  # the target, and any `set` in the loop (Jinja2's)
-            if type(node) is ast.NameTarget and node.name == "loop":
-                raise TemplateAssertionError("Can't assign to special loop variable in for-loop "
-                                             "target", lineno=node.span.line, column=node.span.column)
+        _refuse_loop_targets(ast.nodes_in(tuple(inside)), self._checked_loops)
         condition, recursive, otherwise = None, False, ()
         body = None
         for part in rest:
@@ -174,7 +191,9 @@ class AstBuilder:
                 otherwise = part[1]
             else:
                 body = part
-        return ast.For(meta_span(meta), target, iterable, body, otherwise, condition, recursive)
+        loop = ast.For(meta_span(meta), target, iterable, body, otherwise, condition, recursive)
+        self._checked_loops.add(id(loop))
+        return loop
 
     def for_condition(self, meta, children):
         return ("for_condition", children[0])

@@ -202,3 +202,29 @@ def test_raise_exception_reports_where_it_was_raised():
     source = "a\n{{ raise_exception('bad') }}"
     e = render_error(source, env=jinjamark.chat_environment())
     assert e.lineno == 2 and e.message == "bad"
+
+
+LOOP_TARGETS = [
+    "{% for loop in xs %}{% endfor %}",
+    "{% for a in xs %}\n{% for b in ys %}\n{% set loop = 1 %}{% endfor %}{% endfor %}",
+    "{% for a in xs %}{% set loop = 2 %}\n{% for b in ys %}{% endfor %}{% endfor %}",
+    "{% for a in xs %}{% for b in ys %}{% endfor %}\n\n{% set (q, loop) = 2 %}{% endfor %}",
+    "{% for a in xs %}{% for b in ys %}{% for c in zs %}{% endfor %}{% endfor %}{% endfor %}{% set loop = 3 %}",
+]
+
+
+@pytest.mark.parametrize("source", LOOP_TARGETS)
+def test_assigning_loop_in_a_loop_is_refused_on_jinja2s_line(source):
+    # Each loop checks its own target and body when it is built; an outer loop does not walk an
+    # inner one again (it was quadratic in the nesting). Outside any loop `loop` may be set.
+    try:
+        oracle.compiled(source)
+        expected = None
+    except jinja2.TemplateAssertionError as error:
+        expected = error.lineno
+    try:
+        jinjamark.Environment().from_string(source)
+        got = None
+    except jinjamark.TemplateAssertionError as error:
+        got = error.lineno
+    assert got == expected
