@@ -104,6 +104,7 @@ class AstBuilder:
         self.delimiters = delimiters  # None: the defaults, read from the source around each text
         self._bare_tests: set[int] = set()  # ids of `x is name` tests with no arguments at all
         self._checked_loops: set[int] = set()  # ids of the for loops built here (for_stmt)
+        self._loop_targets = 0  # targets named `loop` built so far (name_target: the only maker)
         # one object per distinct string literal (`'role'`, `'content'` come back many times):
         # a compiled template keeps a copy of each otherwise
         self._strings: dict[str, str] = {}
@@ -178,8 +179,9 @@ class AstBuilder:
     def for_stmt(self, meta, children):
         target, iterable, *rest = children
         _check_keyword_ends(self.source, iterable.span.start, "in")
-        inside = [target] + [part for part in rest if isinstance(part, (tuple, ast.Node))]
-        _refuse_loop_targets(ast.nodes_in(tuple(inside)), self._checked_loops)
+        if self._loop_targets:  # a target named `loop` was built: is it in this loop?
+            inside = [target] + [part for part in rest if isinstance(part, (tuple, ast.Node))]
+            _refuse_loop_targets(ast.nodes_in(tuple(inside)), self._checked_loops)
         condition, recursive, otherwise = None, False, ()
         body = None
         for part in rest:
@@ -212,6 +214,8 @@ class AstBuilder:
         name = children[0]
         if name in CONSTANT_NAMES:  # Jinja2 reads them as constants, then refuses the target
             raise TemplateSyntaxError("can't assign to 'const'", lineno=meta.line, column=meta.column)
+        if name == "loop":
+            self._loop_targets += 1
         return ast.NameTarget(meta_span(meta), _word(name))
 
     def tuple_target(self, meta, children):

@@ -20,14 +20,18 @@ def check(env: Any, tree: ast.Template, name: Optional[str], source: str) -> Non
     loop, macro or block nested there) is only an error if it is reached at render time.
     """
     stack: list[tuple[Any, bool]] = [(tree, False)]
+    handled: dict[type, bool] = {}  # per node class: whether something runs its nodes
     while stack:
         node, soft = stack.pop()
         kind = type(node)
+        runs = handled.get(kind)
+        if runs is None:
+            runs = handled[kind] = not issubclass(kind, _RUN) or kind in env.handlers or kind in COMPILERS
         if kind is ast.Filter and node.name not in env.filters and not soft:
             _refuse(f"No filter named {node.name!r}.", node, name, source)
         elif kind is ast.Test and node.name not in env.tests and not soft:
             _refuse(f"No test named {node.name!r}.", node, name, source)
-        elif isinstance(node, ast.Stmt | ast.Expr) and kind not in env.handlers and kind not in COMPILERS:
+        elif not runs:
             _refuse(f"no handler for {kind.__name__} nodes: a rule builds them, but no "
                          "enabled extension has a handler for them", node, name, source)
         elif kind is ast.Binary and node.op not in env.operators:
@@ -48,6 +52,10 @@ def check(env: Any, tree: ast.Template, name: Optional[str], source: str) -> Non
         for field in ast.child_fields(kind):
             value = getattr(node, field)
             stack.extend((child, field not in inner) for child in ast.nodes_in(value))
+
+
+_RUN = (ast.Stmt, ast.Expr)  # the nodes a handler or compiler must run
+
 
 def _refuses(env: Any, node: ast.Node) -> bool:
     """Whether `node` names a filter or test the environment does not have: only then does

@@ -210,13 +210,16 @@ LOOP_TARGETS = [
     "{% for a in xs %}{% set loop = 2 %}\n{% for b in ys %}{% endfor %}{% endfor %}",
     "{% for a in xs %}{% for b in ys %}{% endfor %}\n\n{% set (q, loop) = 2 %}{% endfor %}",
     "{% for a in xs %}{% for b in ys %}{% for c in zs %}{% endfor %}{% endfor %}{% endfor %}{% set loop = 3 %}",
+    "{% set loop = 3 %}{% for a in xs %}{% for b in ys %}{{ loop }}{% endfor %}{% endfor %}",
+    "{% macro m(loop) %}{% for a in xs %}{% set (b, c) = (1, 2) %}{% endfor %}{% endmacro %}",
 ]
 
 
 @pytest.mark.parametrize("source", LOOP_TARGETS)
 def test_assigning_loop_in_a_loop_is_refused_on_jinja2s_line(source):
-    # Each loop checks its own target and body when it is built; an outer loop does not walk an
-    # inner one again (it was quadratic in the nesting). Outside any loop `loop` may be set.
+    # Each loop checks its own target and body when it is built, only once a target named
+    # `loop` was built at all; an outer loop does not walk an inner one again (it was quadratic
+    # in the nesting). Outside any loop `loop` may be set.
     try:
         oracle.compiled(source)
         expected = None
