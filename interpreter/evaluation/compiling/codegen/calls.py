@@ -95,10 +95,7 @@ class CallWriter(Writer):
         before it runs, when not small; then a large result): one call, not three."""
         self.line(f"{result} = {units}")
         self.line(f"if {result} >= SMALL_WORK: charge({result})")
-        self.line("try:")
-        self.line(f"    {result} = {call}")
-        self.line("except Exception as e:")
-        self.line(f"    ev.fail(e, {self.constant(node)})")
+        self.guarded([f"{result} = {call}"], node)
         self.line(f"if isinstance({result}, RESULTS) and len({result}) * COPY >= SMALL_WORK: "
                   f"charge(len({result}) * COPY)")
 

@@ -88,16 +88,13 @@ class StatementWriter(ExpressionWriter):
         self.depth += 1
         value = self.expr(node.expr, scope, local)
         kind, text = self.temp(), self.temp()
-        self.line("try:")
-        self.line(f"    {kind} = type({value})")
-        self.line(f"    {text} = {value} if {kind} is str or {kind} is Input or {kind} is Mixed else "
-                  f"str({value}) if {kind} is int or {kind} is bool else to_string({value})")
-        self.line(f"    if {text}:")
-        self.line(f"        budget.output -= len({text})")
-        self.line("        if budget.output < 0: budget.wrote(0)")
-        self.line(f"        out.append({text})")
-        self.line("except Exception as e:")
-        self.line(f"    ev.fail(e, {self.constant(node)})")
+        self.guarded([f"{kind} = type({value})",
+                      f"{text} = {value} if {kind} is str or {kind} is Input or {kind} is Mixed else "
+                      f"str({value}) if {kind} is int or {kind} is bool else to_string({value})",
+                      f"if {text}:",
+                      f"    budget.output -= len({text})",
+                      "    if budget.output < 0: budget.wrote(0)",
+                      f"    out.append({text})"], node)
         self.depth -= 1
 
     def output_sum(self, node: ast.Output, scope: str, local: dict) -> None:
@@ -154,12 +151,9 @@ class StatementWriter(ExpressionWriter):
             self.line(f"    {text} = {value} if type({value}) is str else to_string({value})")
         self.line("except Exception as e:")
         self.line(f"    ev.fail(e, {self.constant(concat)})")
-        self.line("try:")
-        self.line(f"    budget.output -= {' + '.join(f'len({t})' for t in texts)}")
-        self.line("    if budget.output < 0: budget.wrote(0)")
-        self.line(f"    out.extend(({', '.join(texts)},))")
-        self.line("except Exception as e:")
-        self.line(f"    ev.fail(e, {self.constant(node)})")
+        self.guarded([f"budget.output -= {' + '.join(f'len({t})' for t in texts)}",
+                      "if budget.output < 0: budget.wrote(0)",
+                      f"out.extend(({', '.join(texts)},))"], node)
         self.depth -= 1
 
     def if_(self, node: ast.If, scope: str, local: dict) -> None:

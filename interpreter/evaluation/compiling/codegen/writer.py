@@ -79,12 +79,7 @@ class Writer:
         bool, a `not`'s, is its own truth)."""
         if value in self.booleans:
             return value
-        result = self.temp()
-        self.line("try:")
-        self.line(f"    {result} = True if {value} else False")
-        self.line("except Exception as e:")
-        self.line(f"    ev.fail(e, {self.constant(node)})")
-        return result
+        return self.located(f"True if {value} else False", node)
 
     def fallback(self, node: Any, scope: str) -> str:
         result = self.temp()
@@ -106,8 +101,13 @@ class Writer:
     def located(self, expression: str, node: Any) -> str:
         """`expression`'s value, a failure raised at `node`."""
         result = self.temp()
+        self.guarded([f"{result} = {expression}"], node)
+        return result
+
+    def guarded(self, lines: list[str], node: Any) -> None:
+        """`lines` (each at one level deeper than the `try`) run with a failure raised at `node`."""
         self.line("try:")
-        self.line(f"    {result} = {expression}")
+        for line in lines:
+            self.line("    " + line)
         self.line("except Exception as e:")
         self.line(f"    ev.fail(e, {self.constant(node)})")
-        return result
