@@ -18,6 +18,7 @@ from typing import Any, Iterator
 from . import ast
 from .spans import Span
 
+
 class SharedSpans:
     """The packed spans of the nodes under `root`, in the order `_owners` visits them."""
 
@@ -68,12 +69,12 @@ def share(root: Any) -> list:
     A node a render reads the span of keeps its own: `a if b` without `else`, whose undefined
     value names its line (compiled with its closure)."""
     table = SharedSpans(root)
-    keep, read, write, keeps = table.packed.append, _SLOT.__get__, _SLOT.__set__, _KEEPS.get
+    keep, read, write = table.packed.append, _SLOT.__get__, _SLOT.__set__
     condition = ast.CondExpr
     walked = list(ast.walk(root))
     for node in walked:
         kind = node.__class__
-        if not (keeps(kind) or _keeps_span(kind)) or (kind is condition and node.otherwise is None):
+        if not _keeps_span(kind) or (kind is condition and node.otherwise is None):
             continue
         value = read(node)
         if value.__class__ is int and 0 <= value < _WIDEST:

@@ -260,11 +260,10 @@ def metered(fn: Callable, cost: float, walk: Optional[int] = None, base: float =
         if isinstance(result, _RESULTS) and len(result) * COPY >= SMALL_WORK:
             charge(len(result) * COPY)
         return result
-    # What the second tier reads to call `fn` itself where the call surely charges nothing
-    # (codegen's light calls): a call of short text is then one call, not three.
+    # What the second tier reads to call `fn` itself, charging the same units as this wrapper
+    # (codegen's light calls): a call of text is then one call, not three.
     call.unmetered, call.cost, call.walk, call.base = fn, cost, walk, base
     return call
-
 
 
 # Work below this many units is left to the fuel: a call is a step that weighs ten (WEIGHTS in

@@ -163,15 +163,18 @@ COMPARE: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+SHORT_TEXT = 2048  # characters of text compared at once, what the fuel of a node pays for
+
+
 def cheap_to_compare(left: Any, right: Any) -> bool:
     """Two numbers, or short text against anything (what fuel already pays for)."""
     tr = type(right)
     if tr is str or tr is Input or tr is Mixed:
         tl = type(left)
-        return len(right) <= 2048 and (len(left) <= 2048 if tl is str or tl is Input or tl is Mixed
-                                       else True)
+        texts = tl is str or tl is Input or tl is Mixed
+        return len(right) <= SHORT_TEXT and (len(left) <= SHORT_TEXT if texts else True)
     return tr is int and type(left) is int
 
 
-__all__ = ["BINARY", "COMPARE", "OWN_CALLABLES", "binary", "call_value", "cheap_to_compare",
+__all__ = ["BINARY", "COMPARE", "OWN_CALLABLES", "SHORT_TEXT", "binary", "call_value", "cheap_to_compare",
            "evaluate_arguments", "is_constant", "join_printed", "slice_value"]

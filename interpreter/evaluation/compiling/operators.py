@@ -9,7 +9,7 @@ import operator
 from typing import Any
 
 from ..contexts import Context
-from ..expressions import COMPARE, SMALL_COPY, binary, cheap_to_compare, join_printed
+from ..expressions import COMPARE, SHORT_TEXT, SMALL_COPY, binary, cheap_to_compare, join_printed
 from ...grammar import ast
 from ...values.markup import is_safe
 from ...values.marks import Input, Mixed, concat
@@ -363,7 +363,7 @@ def _equals_constant(node: ast.Compare, first: Code) -> Code:
     for plain data; anything else (a host object's own __eq__) is compared as in general."""
     op, (_, right) = node.ops[0][0], node.ops[0]
     value, fn = right.value, COMPARE[op]
-    short = type(value) is not str or len(value) <= 2048
+    short = type(value) is not str or len(value) <= SHORT_TEXT
     equal = op == "=="
     variable, key = plain_read(node.first)
 

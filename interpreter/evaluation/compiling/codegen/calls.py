@@ -55,9 +55,11 @@ class CallWriter(Writer):
             if own:  # plain text's own method is str's, in C
                 self.line(f"if {kind} is str:")
                 self.depth += 1
-                self.light_call(units, f"{self.constant(getattr(str, own))}({receiver}{arguments})", result, node)
+                own_method = self.constant(getattr(str, own))
+                self.light_call(units, f"{own_method}({receiver}{arguments})", result, node)
                 self.depth -= 1
-            self.line(f"{'elif' if own else 'if'} {kind} is str or {kind} is Input or {kind} is Mixed:")
+            self.line(f"elif {kind} is Input or {kind} is Mixed:" if own
+                      else f"if {kind} is str or {kind} is Input or {kind} is Mixed:")
             self.depth += 1
             self.light_call(units, f"{unmetered}({receiver}{arguments})", result, node)
             self.depth -= 1
@@ -140,7 +142,8 @@ class CallWriter(Writer):
         args, kwargs = self.evaluated(site.arguments, scope, local)
         last, plain, seen = self.temp(), self.temp(), self.constant([(None, False)])
         known = "" if negated is None else ", PLAIN_TESTS"
-        self.line(f"{function} = ev.env.{table}.get({site.name!r})")
+        if missing is None:  # key_or_absent looked the test up already
+            self.line(f"{function} = ev.env.{table}.get({site.name!r})")
         self.line(f"{last}, {plain} = {seen}[0]")
         self.line(f"if {function} is not {last}:")
         self.line(f"    {plain} = {function} is not None and plain_function({function}{known})")
@@ -151,8 +154,8 @@ class CallWriter(Writer):
         if units is not None:  # `text | trim` of text, marked or not, by the builtin filter
             self.line(f"if {function} is {self.constant(builtin)} and type({value}) in TEXTS:")
             self.depth += 1
-            self.light_call(units, f"{self.constant(builtin.unmetered)}({value}{_passed(args, kwargs)})",
-                            result, site)
+            unmetered = self.constant(builtin.unmetered)
+            self.light_call(units, f"{unmetered}({value}{_passed(args, kwargs)})", result, site)
             self.depth -= 1
             self.line("else:")
             self.depth += 1
@@ -190,7 +193,8 @@ class CallWriter(Writer):
         else the value, read as the node reads it."""
         container, value = self.expr(node.obj, scope, local), self.temp()
         self.line(f"{function} = ev.env.tests.get({name!r})")
-        self.line(f"{value} = {container}.get({self.constant(key)}, ABSENT) if type({container}) is dict else ABSENT")
+        self.line(f"{value} = {container}.get({self.constant(key)}, ABSENT) "
+                  f"if type({container}) is dict else ABSENT")
         self.line(f"if {value} is ABSENT and not ({function} is {self.constant(_DEFINED_TESTS[name])} "
                   f"and type({container}) is dict):")
         self.depth += 1

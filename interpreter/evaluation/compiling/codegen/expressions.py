@@ -14,7 +14,7 @@ from ....values.access import get_attribute
 from ....values.marks import Input, Mixed, concat2
 from ....values.methods import DICT_METHODS, STR_METHODS
 from ...contexts import Context
-from ...expressions import COMPARE, SMALL_COPY, binary, cheap_to_compare, join_printed
+from ...expressions import COMPARE, SHORT_TEXT, SMALL_COPY, binary, cheap_to_compare, join_printed
 from ..access import (_DICT_KEYS, _INDICES, ABSENT, DICT_ATTRIBUTES, LOOP_PROPERTIES, item_of, plain_read,
                       read_path)
 from ..calls import _PLAIN_TESTS, call_function, plain_function
@@ -63,8 +63,8 @@ HELPERS = {"ABSENT": ABSENT, "operate": operate, "compare_values": compare_value
            "join_printed": join_printed, "get_attribute": get_attribute, "call_function": call_function,
            "plain_function": plain_function, "PLAIN_TESTS": _PLAIN_TESTS, "SMALL_COPY": SMALL_COPY,
            "NUMBERS": _NUMBERS, "ORDERED": _ORDERED, "HASHED_CHEAPLY": _HASHED_CHEAPLY,
-           "TEXTS": frozenset((str, Input, Mixed)),
-           "RESULTS": _RESULTS, "COPY": COPY, "SMALL_WORK": SMALL_WORK, "charge": charge, "COMPARED_CHEAPLY": _COMPARED_CHEAPLY,
+           "TEXTS": frozenset((str, Input, Mixed)), "COMPARED_CHEAPLY": _COMPARED_CHEAPLY,
+           "RESULTS": _RESULTS, "COPY": COPY, "SMALL_WORK": SMALL_WORK, "charge": charge,
            "DICT_KEYS": _DICT_KEYS, "INDICES": _INDICES}
 
 
@@ -195,7 +195,8 @@ class ExpressionWriter(CallWriter):
         right = self.expr(right_node, scope, local)
         if op in ("in", "not in"):  # a short key in a dict, short text in short text: at once
             test = (f"type({right}) is dict and type({left}) in HASHED_CHEAPLY or type({right}) in TEXTS "
-                    f"and type({left}) in TEXTS and len({right}) <= 2048 and len({left}) <= 2048")
+                    f"and type({left}) in TEXTS and len({right}) <= {SHORT_TEXT} "
+                    f"and len({left}) <= {SHORT_TEXT}")
             return self.either(test, f"{left} {op} {right}",
                                f"compare_values(ev, {op!r}, {left}, {right})", node)
         return self.either(f"type({left}) in ORDERED and type({right}) in ORDERED", f"{left} {op} {right}",
@@ -350,7 +351,7 @@ class ExpressionWriter(CallWriter):
         (op, right), = node.ops
         value = right.value if type(right) is ast.Const else None
         if op not in ("==", "!=") or type(right) is not ast.Const or type(value) not in _EQUALLY_CHEAP \
-                or type(value) is str and len(value) > 2048:
+                or type(value) is str and len(value) > SHORT_TEXT:
             return self.compare_one(node, scope, local)
         left, literal = self.expr(node.first, scope, local), self.constant(value)
         return self.either(f"type({left}) in COMPARED_CHEAPLY", f"{left} {op} {literal}",
