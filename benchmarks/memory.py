@@ -55,7 +55,9 @@ def retained(engine: str, compile_: Callable[[Any, str], Any], render: Callable[
         held = [compile_(env, source + "{# measured #}")]
         gc.collect()
         compiled = tracemalloc.get_traced_memory()[0]
-        _, error = attempt(lambda: render(held[0]))
+        # only whether it raised: an error's traceback holds the render's frames, and they
+        # the template, which would then outlive its drop (both engines read negative)
+        failed = attempt(lambda: render(held[0]))[1] is not None
         gc.collect()
         rendered = tracemalloc.get_traced_memory()[0]
         attempt(lambda: render(held[0]))
@@ -67,7 +69,7 @@ def retained(engine: str, compile_: Callable[[Any, str], Any], render: Callable[
         after = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
-    if error is not None:
+    if failed:
         return compiled - after, None, None
     return compiled - after, rendered - after, steady - after
 
