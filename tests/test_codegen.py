@@ -85,6 +85,41 @@ def test_the_closures_a_generated_body_replaces_are_not_kept(monkeypatch):
     assert generated_bodies(template) and template.render(messages=messages) == "x"
 
 
+
+def test_a_generated_function_keeps_its_constants_and_no_line_table():
+    # What a template in service keeps: its generated function's globals are its own constants
+    # (the helpers are one dict per process, its builtins), each named by the string its code
+    # names it by, and no line table (`source_of` writes the source again for a reader).
+    template = jinjamark.chat_environment().from_string(
+        "{% for m in messages %}{{ m.role | upper }}: {{ m.content }}\n{% endfor %}")
+    messages = [{"role": "user", "content": "hi"}]
+    assert template.render(messages=messages) == "USER: hi\n"
+    [code] = generated_bodies(template)
+    names = {name: name for name in code.__code__.co_names}
+    own = [name for name in code.__globals__ if name not in ("__builtins__", "body")]
+    assert own and all(name.startswith("k") and names.get(name) is name for name in own)
+    assert code.__globals__["__builtins__"] is codegen._SHARED and "len" in codegen._SHARED
+    if codegen._LINES_DROPPABLE:
+        assert {line for *_, line in code.__code__.co_lines()} == {None}
+        assert len(code.__code__.co_linetable) * 4 <= len(code.__code__.co_code)
+    assert template.render(messages=messages * 2) == "USER: hi\n" * 2
+
+
+def test_a_failure_inside_generated_code_is_located_as_the_closures_locate_it(monkeypatch):
+    # without its line table, generated code still fails at the template node, as the first tier
+    source = "{% for m in messages %}\n{{ m.content }}{{ 1 // m.n }}{% endfor %}"
+    located = []
+    for hot in (1, 10**9):
+        monkeypatch.setattr(tiers, "HOT", hot)
+        template = jinjamark.chat_environment().from_string(source)  # a new environment: compiled again
+        assert template.render(messages=[{"content": "a", "n": 1}]) == "a1"
+        assert bool(generated_bodies(template)) == (hot == 1)
+        with pytest.raises(jinjamark.TemplateRuntimeError) as caught:
+            template.render(messages=[{"content": "a", "n": 0}])
+        located.append((caught.value.lineno, caught.value.column, str(caught.value)))
+    assert located[0] == located[1] and located[0][0] == 2
+
+
 class Message:
     """A message that is no dict: the generated code's general path reads it."""
 

@@ -17,8 +17,11 @@ A body Python cannot compile (nested deeper than it allows) keeps its closures.
 """
 from __future__ import annotations
 
+import builtins
 import re
+import sys
 import warnings
+from types import CodeType
 from typing import Any
 
 from .expressions import HELPERS
@@ -26,7 +29,10 @@ from .statements import StatementWriter
 from ..core import compile_node
 from .writer import RUNTIME, Deferred
 
-_NAMESPACE = {**RUNTIME, **HELPERS}
+# The helpers every generated function reads, and Python's builtins: one dict per process, each
+# function's builtins (a name not among its constants is looked up there, as fast). Copied into
+# every function's globals, they were a sixth of what a generated template keeps.
+_SHARED = {**builtins.__dict__, **RUNTIME, **HELPERS}
 
 # What Python says of a function nested deeper than it compiles (or a recursion past its limit).
 _TOO_DEEP = re.compile(r"too many statically nested blocks|too many levels of indentation|"
@@ -60,7 +66,7 @@ def _written(body: tuple) -> tuple[str, dict]:
 def generate(body: tuple) -> Any:
     """The generated function of `body`, or None when Python cannot compile it."""
     source, constants = _written(body)
-    namespace = dict(_NAMESPACE, **constants)
+    namespace = dict(constants, __builtins__=_SHARED)
     for name, value in constants.items():  # the closures of general paths, made when first run
         if type(value) is Deferred:
             namespace[name] = _OnFirstCall(namespace, name, value.node)
@@ -72,8 +78,46 @@ def generate(body: tuple) -> Any:
                           "run it", GenerationWarning, stacklevel=2)
         return None
     function = namespace["body"]
+    if _LINES_DROPPABLE:
+        function.__code__ = _without_lines(function.__code__)
     function.generated_from = body  # what source_of takes
     return function
+
+
+# A generated function's line table (which line of its source each instruction came from, with
+# columns) was a third of its size; nothing reads it: a failure inside is raised again at its
+# template node (ev.fail), and `source_of` writes the source again for a reader. The table is
+# replaced by one that gives no instruction a line (Python 3.11's format, entries of up to
+# eight code units marked "no location", as Python marks the instructions it adds itself;
+# a traceback through the function shows `line None`).
+_NO_LOCATION = 0x80 | 15 << 3
+
+
+def _without_lines(code: CodeType) -> CodeType:
+    units = len(code.co_code) // 2
+    whole, rest = divmod(units, 8)
+    table = bytes((_NO_LOCATION | 7,)) * whole + (bytes((_NO_LOCATION | rest - 1,)) if rest else b"")
+    consts = tuple(_without_lines(c) if type(c) is CodeType else c for c in code.co_consts)
+    return code.replace(co_linetable=table, co_consts=consts)
+
+
+def _lines_droppable() -> bool:
+    """Whether this Python reads line tables in that format (3.11 to 3.13 do; 3.10's differs):
+    tried on a small function, which must run and give no line."""
+    if sys.version_info < (3, 11):
+        return False
+    try:
+        def probe(values: list) -> int:
+            return sum(v for v in values if v) + len([*values])
+        stripped = _without_lines(probe.__code__)
+        probe.__code__ = stripped
+        return (probe([1, 2]) == 5 and all(line is None for *_, line in stripped.co_lines())
+                and all(p == (None,) * 4 for p in stripped.co_positions()))
+    except Exception:  # noqa: BLE001 - any doubt keeps the tables
+        return False
+
+
+_LINES_DROPPABLE = _lines_droppable()
 
 
 class _OnFirstCall:

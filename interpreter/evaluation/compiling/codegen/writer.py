@@ -3,6 +3,7 @@ closures, literals), temporaries, and the pieces every writer uses (fuel, truth,
 located at a node, a node's closure as a fallback)."""
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from ....grammar import ast
@@ -50,7 +51,9 @@ class Writer:
 
     def constant(self, value: Any) -> str:
         self.count += 1
-        name = f"k{self.count}"
+        # interned, as Python interns the names in the compiled code: the globals' key and
+        # the code's name are then one string, not two per constant
+        name = sys.intern(f"k{self.count}")
         self.constants[name] = value
         return name
 
