@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import jinja2
 import pytest
+from hypothesis import given, settings, strategies as st
 from jinja2.sandbox import SandboxedEnvironment
 
 import jinjamark
@@ -112,6 +113,27 @@ def test_escaped_input_stays_input_and_template_text_is_never_escaped():
     assert [(p.text, p.is_input) for p in parts] == [
         ("<", False), ("&lt;|x|&gt;&amp;", True), (">", False), ("<|x|>&", True), ("<b>", False),
         ("&lt;|x|&gt;&amp;", True), ("</b>", False)]
+
+
+
+_ENTITIES = {"&": "&amp;", ">": "&gt;", "<": "&lt;", "'": "&#39;", '"': "&#34;"}
+
+
+@given(st.lists(st.tuples(st.text(alphabet="ab&<>'\"é\n", max_size=6), st.booleans()), max_size=8))
+@settings(max_examples=300, deadline=None)
+def test_escaping_marked_text_escapes_each_character_with_its_own_flag(runs):
+    # the reference, one character at a time: its entity (or itself) keeps the character's flag
+    from jinjamark.values import marks
+    from jinjamark.values.markup import escape
+    value = marks.concat([jinjamark.mark_input(text) if flag else text for text, flag in runs])
+    want = [(_ENTITIES.get(c, c), flag) for text, flag in runs for c in text]
+    got = escape(value)
+    assert str.__str__(got) == "".join(text for text, _ in want)
+    flags = [flag for text, flag in want for _ in text]
+    spans = marks.spans_of(got)  # each input run once: disjoint, in order, none touching
+    assert [any(a <= i < b for a, b in spans) for i in range(len(got))] == flags
+    assert all(b < a for (_, b), (a, _) in zip(spans, spans[1:]))
+    assert hasattr(got, "__html__")
 
 
 def test_off_by_default_and_in_the_chat_profile():
