@@ -102,8 +102,8 @@ def _without_lines(code: CodeType) -> CodeType:
 
 
 def _lines_droppable() -> bool:
-    """Whether this Python reads line tables in that format (3.11 to 3.13 do; 3.10's differs):
-    tried on a small function, which must run and give no line."""
+    """Whether this Python reads line tables in that format (3.11's; 3.10's differs): tried on
+    a small function, which must run and give no line."""
     if sys.version_info < (3, 11):
         return False
     try:
