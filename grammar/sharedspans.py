@@ -13,6 +13,7 @@ A span too wide for 64 bits stays with its node, and so does the span of a node 
 from __future__ import annotations
 
 from array import array
+from weakref import ref
 from typing import Any, Iterator
 
 from . import ast
@@ -22,7 +23,7 @@ from .spans import Span
 class SharedSpans:
     """The packed spans of the nodes under `root`, in the order `_owners` visits them."""
 
-    __slots__ = ("root", "packed")
+    __slots__ = ("root", "packed", "__weakref__")
 
     def __init__(self, root: Any) -> None:
         self.root, self.packed = root, array("Q")
@@ -30,13 +31,15 @@ class SharedSpans:
     def of(self, node: Any) -> Span:
         global _last
         table, places = _last
-        if table is not self:
+        if table() is not self:
             places = {id(owner): place for place, owner in enumerate(_owners(self.root, self))}
-            _last = (self, places)
+            _last = (ref(self), places)
         return int.__new__(Span, self.packed[places[id(node)]])
 
 
-_last: tuple = (None, None)  # the table asked last, and its nodes' places
+# The table asked last (weakly: a template dropped after an error is freed, tree and all) and
+# its nodes' places.
+_last: tuple = (lambda: None, None)
 
 
 def _owners(root: Any, table: SharedSpans) -> Iterator[Any]:

@@ -77,3 +77,40 @@ def test_a_render_that_raises_nothing_never_looks_a_span_up(monkeypatch):
                 rendered += 1
                 assert len(looked_up) == before, path.stem
     assert rendered > 100
+
+
+def test_the_memory_benchmark_counts_a_template_whose_render_raises():
+    # benchmarks/memory.py once kept the error of a render that raised: its traceback held the
+    # render's frames and they the template, which outlived its drop, so the figure read negative
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    try:
+        import memory
+    finally:
+        sys.path.pop(0)
+    engine, compile_, render = memory.MEASURED["jinjamark"]
+    text = "".join(f"line {i} of a template that refuses every conversation\n" for i in range(40))
+    kept = {}
+    for refuses in (True, False):
+        source = text + ("{{ raise_exception('refused') }}" if refuses else "{{ 'accepted' }}")
+        kept[refuses], after_render, _ = memory.retained(
+            engine, compile_, lambda template: render(template, {"messages": []}), source)
+        assert (after_render is None) == refuses
+    assert kept[True] > len(text) and abs(kept[True] - kept[False]) < 1000
+
+
+def test_a_template_dropped_after_an_error_is_freed():
+    # the places of the last template whose spans were read are kept for an error's way out;
+    # they must not keep that template alive once its user drops it
+    import gc
+    import weakref
+    template = jinjamark.chat_environment().from_string("{% for m in messages %}\n{{ m.x.y }}{% endfor %}")
+    with pytest.raises(jinjamark.UndefinedError):
+        template.render(messages=[{}])
+    [table] = {sharedspans._SLOT.__get__(node) for node in ast.walk(template.tree)
+               if type(sharedspans._SLOT.__get__(node, None) if isinstance(node, ast.Node) else None)
+               is sharedspans.SharedSpans}
+    kept = weakref.ref(table)  # the tree's nodes hold it: it lives as long as they do
+    del template, table  # and with the template its environment, whose cache held it
+    gc.collect()
+    assert kept() is None
