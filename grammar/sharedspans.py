@@ -37,8 +37,8 @@ class SharedSpans:
         return int.__new__(Span, self.packed[places[id(node)]])
 
 
-# The table asked last (weakly: a template dropped after an error is freed, tree and all) and
-# its nodes' places.
+# The table asked last, by a weak reference (a template dropped after an error is freed, tree
+# and all), and its nodes' places; to start with, a reference that is already dead.
 _last: tuple = (lambda: None, None)
 
 
