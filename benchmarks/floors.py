@@ -1,7 +1,7 @@
 """What stands between the two targets of issue 13 that are not met and their bounds, measured.
 
-    python benchmarks/floors.py            # every third corpus template: about 2 minutes
-    python benchmarks/floors.py --every 8  # every eighth: about 40 seconds
+    python benchmarks/floors.py            # every third corpus template: about a minute
+    python benchmarks/floors.py --every 8  # every eighth: under half a minute
 
 render_parts against render, summed over the cases (template x conversation) of the templates
 taken, in the same rounds (CPU time, engines interleaved, as bench.py times):
@@ -13,20 +13,19 @@ taken, in the same rounds (CPU time, engines interleaved, as bench.py times):
 
 Retained memory: the AST alone (the blocks `grammar/transform.py` allocated that a compiled
 template keeps) against Jinja2's whole compiled template (its code objects, module and
-Template), by the drop measure of memory.py.
+Template), by the drop measure of memory.py (`kept_by_file`).
 """
 from __future__ import annotations
 
 import argparse
-import gc
 import statistics
 import sys
-import tracemalloc
 from pathlib import Path
 from typing import Any, Optional
 
 import engines
 from engines import ENGINES, attempt, jinjamark_parts, jinjamark_render
+from memory import kept_by_file
 from timing import rounds
 
 from jinjamark.chat import template as chat_template
@@ -87,8 +86,8 @@ def ast_share(templates: list[Path]) -> dict:
     ratios = []
     for path in templates:
         source = path.read_text(encoding="utf-8")
-        ours = _kept("jinjamark", source)
-        theirs = _kept("jinja2", source)
+        ours = kept_by_file("jinjamark", source)
+        theirs = kept_by_file("jinja2", source)
         if ours is None or theirs is None:
             continue
         tree = sum(size for name, size in ours.items() if name.endswith("transform.py"))
@@ -96,28 +95,6 @@ def ast_share(templates: list[Path]) -> dict:
         if whole > 0:
             ratios.append(tree / whole)
     return {"templates": len(ratios), "median": statistics.median(ratios)}
-
-
-def _kept(engine: str, source: str) -> Optional[dict]:
-    """Bytes a compiled template keeps, by the file that allocated them."""
-    make = ENGINES[engine]
-    if attempt(lambda: make.from_string(make.fresh(), source + "{# warm-up #}"))[1] is not None:
-        return None
-    env = make.fresh()
-    gc.collect()
-    tracemalloc.start()
-    try:
-        held = [make.from_string(env, source + "{# measured #}")]
-        gc.collect()
-        compiled = tracemalloc.take_snapshot()
-        held.clear()
-        del env
-        gc.collect()
-        dropped = tracemalloc.take_snapshot()
-    finally:
-        tracemalloc.stop()
-    return {stat.traceback[0].filename: stat.size_diff
-            for stat in compiled.compare_to(dropped, "filename")}
 
 
 def main(argv: Optional[list[str]] = None) -> int:

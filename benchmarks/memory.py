@@ -74,6 +74,30 @@ def retained(engine: str, compile_: Callable[[Any, str], Any], render: Callable[
     return compiled - after, rendered - after, steady - after
 
 
+
+def kept_by_file(engine: str, source: str) -> Optional[dict[str, int]]:
+    """What `retained` reads after the compile, split by the source file that allocated each
+    block (tracemalloc snapshots before and after the drop); None when `source` does not
+    compile. benchmarks/floors.py counts the AST's part of it."""
+    make = ENGINES[engine]
+    if attempt(lambda: make.from_string(make.fresh(), source + "{# warm-up #}"))[1] is not None:
+        return None
+    env = make.fresh()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        held = [make.from_string(env, source + "{# measured #}")]
+        gc.collect()
+        compiled = tracemalloc.take_snapshot()
+        held.clear()
+        del env  # the environment too: its cache holds the template
+        gc.collect()
+        dropped = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    return {stat.traceback[0].filename: stat.size_diff
+            for stat in compiled.compare_to(dropped, "filename")}
+
 def run(templates: list[Path], fixture: dict, progress: bool = True) -> dict:
     """Every template that both engines compile; the render is of `fixture`."""
     rows = []
