@@ -28,7 +28,8 @@ from .values import sandbox
 from .evaluation import tracking
 from .builtins.tests import TESTS as _TESTS
 from .limits import DEFAULT_LIMITS, Limits
-from .evaluation.output import Part, to_parts
+from .evaluation.output import Part, to_origin_parts, to_parts
+from .evaluation.origins import render as traced_render, traced_tree
 from .evaluation.scope import Scope, declarations
 from .values.runtime import TemplateModule
 from .values.undefined import Undefined
@@ -308,7 +309,7 @@ class Template:
     # the module): never pickled; unpickling compiles the source again, or takes the compile the
     # environment keeps for it.
     _COMPILED = ("tree", "blocks", "memo", "composes", "names_read")
-    _KEPT_BY_USE = ("module", "uptodate")
+    _KEPT_BY_USE = ("module", "uptodate", "origin_variant")
 
     def __getstate__(self) -> dict:
         """The environment, the source, its names and own globals: no tree."""
@@ -353,8 +354,21 @@ class Template:
     def render(self, *args: Any, **kwargs: Any) -> str:
         return "".join(self._render(dict(*args, **kwargs)))
 
-    def render_parts(self, *args: Any, **kwargs: Any) -> list[Part]:
+    def render_parts(self, *args: Any, origins: bool = False, **kwargs: Any) -> list:
+        """The output as parts flagged `is_input`; with `origins`, as `OriginPart`s that also say
+        where input came from (marked with `mark_input(value, origin=...)`) and which message a
+        loop over `messages` was writing for (evaluation/origins.py). `origins` is this method's
+        own parameter, never a template variable."""
+        if origins:
+            return to_origin_parts(traced_render(self, dict(*args, **kwargs)))
         return to_parts(self._render(dict(*args, **kwargs)))
+
+    @functools.cached_property
+    def origin_variant(self) -> "Template":
+        """This template with the marker nodes an origin render needs (evaluation/origins.py),
+        compiled when first asked for."""
+        return Template.from_ast(self.environment, traced_tree(self.tree), self.source, self.name,
+                                 self.own_globals)
 
     def render_with(self, context: dict, overlay: Optional[dict] = None,
                     generation_spans: Optional[list] = None) -> str:

@@ -19,7 +19,9 @@ from typing import Any, Optional, Union
 
 from .chat.encoding import InputRuns, encode_runs
 from .chat.loading import select_template, special_tokens_of_tokenizer, templates_of_tokenizer
-from .chat.masks import assistant_mask
+from .chat.masks import MaskOptions, assistant_mask, has_generation_tags
+from .chat.origins import assistant_spans
+from .evaluation.output import Part
 from .chat.normalize import split_batch
 from .chat.template import ChatTemplate
 from .chat.tokenization import control_tokens
@@ -60,6 +62,10 @@ def apply_chat_template(tokenizer: Any, conversation: Any, tools: Optional[list]
     what the template cannot render (True, or a set of polyfill names).
     """
     polyfill = kwargs.pop("polyfill", False)
+    mask_source = kwargs.pop("assistant_mask_source", "auto")
+    mask_options = kwargs.pop("assistant_mask_options", None)
+    if mask_source not in MASK_SOURCES:
+        raise ValueError(f"assistant_mask_source must be one of {MASK_SOURCES}, not {mask_source!r}")
     if not tokenize:
         return_dict = False
     if return_assistant_tokens_mask and not (return_dict and tokenize):
@@ -72,11 +78,18 @@ def apply_chat_template(tokenizer: Any, conversation: Any, tools: Optional[list]
     if sanitize_control_tokens and (not tokenize or return_assistant_tokens_mask):
         raise ValueError(SANITIZE_NEEDS)
     chat = ChatTemplate(source, special_tokens=special_tokens_of_tokenizer(tokenizer))
-    rendered = chat.render_batch(conversations, tools=tools, documents=documents,
+    if return_assistant_tokens_mask and tokenize and _from_origins(chat, mask_source):
+        if polyfill is not False:
+            raise TypeError("assistant masks from origins do not combine with polyfill= yet")
+        rendered = [_origin_masked(chat, messages, tools, documents, add_generation_prompt,
+                                   continue_final_message, mask_options, kwargs)
+                    for messages in conversations]
+    else:
+        rendered = chat.render_batch(conversations, tools=tools, documents=documents,
                                  add_generation_prompt=add_generation_prompt,
-                                 continue_final_message=continue_final_message, marked=tokenize,
-                                 generation_spans=return_assistant_tokens_mask, kwargs=kwargs,
-                                 polyfill=polyfill)
+                                     continue_final_message=continue_final_message, marked=tokenize,
+                                     generation_spans=return_assistant_tokens_mask, kwargs=kwargs,
+                                     polyfill=polyfill)
     if not tokenize:
         texts = [text for text, _ in rendered]
         return texts if batched else texts[0]
@@ -86,6 +99,26 @@ def apply_chat_template(tokenizer: Any, conversation: Any, tools: Optional[list]
     out = _batch_encoding(tokenizer, encoded, spans, batched, padding, truncation, max_length,
                           return_tensors, tokenizer_kwargs)
     return out if return_dict else out["input_ids"]
+
+
+MASK_SOURCES = ("auto", "generation", "origins")
+
+
+def _from_origins(chat: ChatTemplate, mask_source: str) -> bool:
+    """Whether the assistant masks come from origins: asked for, or (`auto`) for a template
+    without `{% generation %}` tags, where transformers' masks are all zeros."""
+    return mask_source == "origins" or (mask_source == "auto" and not has_generation_tags(chat.template))
+
+
+def _origin_masked(chat: ChatTemplate, messages: Any, tools: Any, documents: Any,
+                   add_generation_prompt: Any, continue_final_message: Any, options: Any,
+                   kwargs: dict) -> tuple[list, list]:
+    """(parts, spans) of one conversation, as render_batch gives them, the spans from origins."""
+    if isinstance(options, dict):
+        options = MaskOptions(**options)
+    runs, spans = assistant_spans(chat, messages, tools, documents, add_generation_prompt,
+                                  continue_final_message, options, **kwargs)
+    return [Part(run.text, run.source is not None) for run in runs], spans
 
 
 def _chat_template(tokenizer: Any, chat_template: Optional[str], tools: Any) -> str:

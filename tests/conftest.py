@@ -63,6 +63,7 @@ SLOW_FILES = frozenset({
     "test_processes.py",          # 8: worker processes
     "test_concurrency.py",        # 6: threads racing (kept out for a margin under a minute)
     "test_schema.py",             # 6
+    "test_origins_corpus.py",     # origins and masks over every corpus template
 })
 
 

@@ -172,9 +172,20 @@ class ChatTemplate:
     def render_parts(self, conversation: Any, /, tools: Any = None, documents: Any = None,
                      add_generation_prompt: Any = False, continue_final_message: Union[bool, str] = False,
                      polyfill: Union[bool, Iterable[str]] = False, return_polyfills: bool = False,
-                     **kwargs: Any) -> Any:
+                     origins: bool = False, **kwargs: Any) -> Any:
         """As `render`, as parts: what came from the arguments (and kwargs) is input (also
-        after a polyfill moved it; the words a polyfill adds are template text)."""
+        after a polyfill moved it; the words a polyfill adds are template text).
+
+        `origins`: `OriginPart`s instead, which also say which message and field each input
+        character came from, which message (turn) template text was written for and whether
+        it is the generation prompt (chat/origins.py; docs/chat.md "Origins")."""
+        if origins:
+            if polyfill is not False or return_polyfills:
+                raise TypeError("origins=True does not combine with polyfill= yet: render the "
+                                "polyfilled conversation's origins without it")
+            from .origins import render_parts as origin_parts
+            return origin_parts(self, conversation, tools, documents, add_generation_prompt,
+                                continue_final_message, kwargs)
         if (self._one_plain_call(conversation) and not continue_final_message
                 and polyfill is False and not return_polyfills):
             return self._render_one(conversation, tools, documents, add_generation_prompt, kwargs, True)

@@ -201,13 +201,22 @@ def _mark_dict(data: dict, d: int) -> dict:
     return out
 
 
-def mark_input(data: Any, _depth: int = 0) -> Any:
+def mark_input(data: Any, _depth: int = 0, *, origin: Any = None) -> Any:
     """JSON-like data with every string (keys too) and number marked as input; containers are
     copied, the caller's data is left as it was. Data nested deeper than MAX_INPUT_DEPTH (or
     containing itself) is refused with LimitExceeded. Other shapes (subclasses, mappings, sets,
     dict views, iterators, dataclasses, numbers of other types) are materialised as the plain
     data they stand for, or refused with InputTypeError (bytes, arbitrary objects): see
-    `inputs.mark_other`. A lost mark would be an injection."""
+    `inputs.mark_other`. A lost mark would be an injection.
+
+    `origin` (a name, or a `Source` of a message and a field) records where the data came from:
+    a render with `origins=True` then says, for each input character, the path of its field
+    under that name (`docs[0].text`)."""
+    if origin is not None:
+        from .sourced import traced  # noqa: PLC0415 - only for origins
+        field = origin if isinstance(origin, str) else origin.field
+        message = None if isinstance(origin, str) else origin.message
+        return traced(mark_input(data), message, field)
     # Runs over every value of every render_parts: the common cases come first, the common
     # leaves (a non-empty str, None) are handled inline, and a list's dicts (messages, tool
     # calls, tools) are copied in the list's own loop: one call per list, not per message.

@@ -14,10 +14,17 @@ import re
 from json import encoder as _std
 from typing import Any
 
-from .marks import Input, Marked, concat, has_input, make, mark, merge, plain, spans_of, taint
+from .marks import Input, Marked, concat, has_input, make, mark, merge, plain, shifted, spans_of, taint
 from .. import metering
 from ..limits import check_printable
 from .numbers import is_input_number
+from .origins import number_origin
+
+
+def _number_span(number: Any, at: int, end: int) -> tuple:
+    """The span of a number from input written at [at, end), with its origin when it has one."""
+    origin = number_origin(number)
+    return (at, end) if origin is None else (at, end, origin)
 
 
 def dumps(value: Any, **kwargs: Any) -> str:
@@ -84,13 +91,13 @@ def _located(value: Any, text: str, skipkeys: bool = False, ensure_ascii: bool =
                 literal = _encode_marked(token, base)
                 if len(literal) != end - at + 2:
                     raise ValueError("a string is not where the encoder wrote it")
-                spans.extend((at - 1 + a, at - 1 + b) for a, b in spans_of(literal))
+                spans.extend(shifted(span, at - 1) for span in spans_of(literal))
         else:
             digits = float.__repr__(token) if isinstance(token, float) else int.__repr__(token)
             at = text.index(digits, pos)
             pos = at + len(digits)
             if is_input_number(token):
-                spans.append((at, pos))
+                spans.append(_number_span(token, at, pos))
     if next(strings, None) is not None:
         return None
     return make(text, merge(spans))
@@ -110,9 +117,9 @@ def _searched(tokens: list, text: str, base: Any) -> str:
         if type(token) is Input:  # all of it input: everything between the quotes
             spans.append((at + 1, pos - 1))
         elif isinstance(token, Marked):
-            spans.extend((at + a, at + b) for a, b in spans_of(_encode_marked(token, base)))
+            spans.extend(shifted(span, at) for span in spans_of(_encode_marked(token, base)))
         elif is_input_number(token):
-            spans.append((at, pos))
+            spans.append(_number_span(token, at, pos))
     return make(text, merge(spans))
 
 
@@ -164,12 +171,12 @@ def _key(key: Any, skipkeys: bool) -> Any:
         if key != key or key in (_INF, -_INF):
             return "NaN" if key != key else "Infinity" if key > 0 else "-Infinity"
         text = float.__repr__(key)
-        return mark(text) if is_input_number(key) else text
+        return mark(text, number_origin(key)) if is_input_number(key) else text
     if key is True or key is False or key is None:
         return "true" if key is True else "false" if key is False else "null"
     if isinstance(key, int):
         text = int.__repr__(key)
-        return mark(text) if is_input_number(key) else text
+        return mark(text, number_origin(key)) if is_input_number(key) else text
     if skipkeys:
         return _SKIP
     raise TypeError("keys must be str, int, float, bool or None")
@@ -198,11 +205,11 @@ def _marked_dumps(value: Any, skipkeys: bool = False, ensure_ascii: bool = True,
 
     def intstr(o: int) -> str:
         text = int.__repr__(o)
-        return mark(text) if is_input_number(o) else text
+        return mark(text, number_origin(o)) if is_input_number(o) else text
 
     def floatstr(o: float) -> str:
         if is_input_number(o) and o == o and o not in (_INF, -_INF):
-            return mark(float.__repr__(o))
+            return mark(float.__repr__(o), number_origin(o))
         if o != o:
             text = "NaN"
         elif o == _INF:
@@ -231,11 +238,12 @@ def _encode_marked(s: str, base) -> str:
         return base(s)
     pieces = ['"']
     raw, pos = str.__str__(s), 0
-    for a, b in s.spans:
+    for span in s.spans:
+        a, b = span[0], span[1]
         if a > pos:
             pieces.append(base(raw[pos:a])[1:-1])
         escaped = base(raw[a:b])[1:-1]
-        pieces.append(make(escaped, ((0, len(escaped)),)))
+        pieces.append(make(escaped, ((0, len(escaped)) + span[2:],)))
         pos = b
     if pos < len(raw):
         pieces.append(base(raw[pos:])[1:-1])

@@ -15,6 +15,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 from ..limits import check_size
 from .numbers import InputBytes, InputFloat, InputInt, as_input
+from .origins import TRACING, origins_in
 from .undefined import Undefined
 
 Spans = tuple  # tuple[tuple[int, int], ...]
@@ -250,7 +251,7 @@ def make(text: str, spans: Spans) -> str:
     """`text` with the given input spans; a plain `str` when there are none."""
     if not spans or not text:
         return plain(text)
-    if len(spans) == 1 and spans[0][0] == 0 and spans[0][1] == len(text):
+    if len(spans) == 1 and spans[0][0] == 0 and spans[0][1] == len(text) and len(spans[0]) == 2:
         return Input(text)
     m = Mixed(text)
     m.spans = spans
@@ -262,9 +263,15 @@ def plain(text: str) -> str:
     return str.__str__(text) if type(text) is not str else text
 
 
-def mark(text: str) -> str:
-    """All of `text` as input."""
-    return Input(text) if text else ""
+def mark(text: str, origin: Any = None) -> str:
+    """All of `text` as input (from `origin`, when one is given: values/origins.py)."""
+    if not text:
+        return ""
+    if origin is None:
+        return Input(text)
+    m = Mixed(text)
+    m.spans = ((0, len(text), origin),)
+    return m
 
 
 def spans_of(s: Any) -> Spans:
@@ -275,25 +282,28 @@ def is_marked(s: Any) -> bool:
     return isinstance(s, Marked)
 
 
-def from_flags(text: str, flags: Sequence[bool]) -> str:
-    """Build from one is-input flag per character."""
+def from_flags(text: str, flags: Sequence[Any]) -> str:
+    """Build from one label per character: False for template text, True for input, or the
+    origin the character came from (what `flags_of` gives)."""
     spans = []
-    start = None
+    start, current = None, False
     for i, flag in enumerate(flags):
-        if flag and start is None:
-            start = i
-        elif not flag and start is not None:
-            spans.append((start, i))
+        if start is not None and flag is not current and flag != current:
+            spans.append((start, i) if current is True else (start, i, current))
             start = None
+        if flag and start is None:
+            start, current = i, flag
     if start is not None:
-        spans.append((start, len(flags)))
+        spans.append((start, len(flags)) if current is True else (start, len(flags), current))
     return make(text, tuple(spans))
 
 
-def flags_of(s: str) -> list[bool]:
-    flags = [False] * len(s)
-    for a, b in spans_of(s):
-        flags[a:b] = [True] * (b - a)
+def flags_of(s: str) -> list[Any]:
+    """One label per character: False (template text), True (input), or its origin."""
+    flags: list[Any] = [False] * len(s)
+    for span in spans_of(s):
+        a, b = span[0], span[1]
+        flags[a:b] = [span[2] if len(span) > 2 else True] * (b - a)
     return flags
 
 
@@ -301,15 +311,17 @@ def flags_of(s: str) -> list[bool]:
 
 def merge(spans: Iterable[tuple[int, int]]) -> Spans:
     """Sorted spans made disjoint and non-adjacent; empty ones dropped."""
-    out: list[list[int]] = []
-    for a, b in spans:
+    out: list[list[Any]] = []
+    for span in spans:
+        a, b = span[0], span[1]
         if a >= b:
             continue
-        if out and a <= out[-1][1]:
+        origin = span[2] if len(span) > 2 else None
+        if out and a <= out[-1][1] and out[-1][2] == origin:
             out[-1][1] = max(out[-1][1], b)
         else:
-            out.append([a, b])
-    return tuple((a, b) for a, b in out)
+            out.append([a, b, origin])
+    return tuple((a, b) if o is None else (a, b, o) for a, b, o in out)
 
 
 def clip(spans: Spans, start: int, stop: int) -> Spans:
@@ -318,13 +330,14 @@ def clip(spans: Spans, start: int, stop: int) -> Spans:
     (escaping, splitting, replacing) costs each piece only the spans it holds."""
     out = []
     for i in range(bisect_right(spans, start, key=_end), len(spans)):
-        a, b = spans[i]
+        span = spans[i]
+        a, b = span[0], span[1]
         if a >= stop:
             break
         a = a if a > start else start
         b = b if b < stop else stop
         if a < b:
-            out.append((a - start, b - start))
+            out.append((a - start, b - start) if len(span) == 2 else (a - start, b - start, span[2]))
     return tuple(out)
 
 
@@ -342,7 +355,7 @@ def sub(s: str, start: int, stop: int) -> str:
     if not isinstance(s, Marked):
         return text
     spans = s.spans
-    if len(spans) == 1:  # one input run (`'<think>' ~ content`): no search
+    if len(spans) == 1 and len(spans[0]) == 2:  # one input run (`'<think>' ~ content`): no search
         a, b = spans[0]
         a = a - start if a > start else 0
         b = (b if b < stop else stop) - start
@@ -382,7 +395,7 @@ def concat(pieces: Iterable[str]) -> str:
         if kind is str or not n:
             pass
         elif kind is Input:
-            if spans and offset <= spans[-1][1]:
+            if spans and offset <= spans[-1][1] and len(spans[-1]) == 2:
                 spans[-1] = (spans[-1][0], offset + n)
             else:
                 spans.append((offset, offset + n))
@@ -392,6 +405,8 @@ def concat(pieces: Iterable[str]) -> str:
                 pass
             elif not offset and not spans:  # `ns.out ~ text` on a growing string: its spans
                 spans.extend(own)           # as they are, no Python step per span (quadratic)
+            elif len(own[0]) > 2 or (spans and len(spans[-1]) > 2):  # spans with origins
+                _append_shifted(spans, own, offset)
             else:
                 a, b = own[0]
                 a += offset
@@ -400,12 +415,31 @@ def concat(pieces: Iterable[str]) -> str:
                 else:
                     spans.append((a, b + offset))
                 if len(own) > 1:
-                    spans.extend([(a + offset, b + offset) for a, b in own[1:]])
+                    spans.extend([shifted(span, offset) for span in own[1:]])
         offset += n
     return make(text, tuple(spans)) if spans else text
 
 
 _PLAIN_STR = frozenset((str,))
+
+
+def shifted(span: tuple, n: int) -> tuple:
+    """`span` moved `n` characters on, keeping its origin."""
+    return (span[0] + n, span[1] + n) if len(span) == 2 else (span[0] + n, span[1] + n, span[2])
+
+
+def _append_shifted(spans: list, own: Spans, offset: int) -> None:
+    """Append `own`, moved by `offset`, to `spans`; the first joins the last run of `spans`
+    when they touch and came from the same origin (or both only flag input)."""
+    first = own[0]
+    if spans:
+        last = spans[-1]
+        if first[0] + offset <= last[1] and len(first) == len(last) and (len(first) == 2
+                                                                         or first[2] == last[2]):
+            spans[-1] = (last[0], first[1] + offset) + tuple(first[2:])
+            spans.extend([shifted(span, offset) for span in own[1:]])
+            return
+    spans.extend([shifted(span, offset) for span in own])
 
 
 def concat2(a: str, b: str) -> str:
@@ -444,16 +478,20 @@ def concat2(a: str, b: str) -> str:
     if not ma:
         if tb is Input:
             return make(text, ((n, len(text)),)) if b else text
-        return make(text, tuple((x + n, y + n) for x, y in b.spans))
+        return make(text, tuple([shifted(span, n) for span in b.spans]))
     if not mb:
         return make(text, a.spans)
     first, second = a.spans, b.spans
     if not first or not second:  # an empty Input
-        return make(text, first or tuple((x + n, y + n) for x, y in second))
+        return make(text, first or tuple([shifted(span, n) for span in second]))
+    if len(first[-1]) > 2 or len(second[0]) > 2:  # spans with origins
+        spans = list(first)
+        _append_shifted(spans, second, n)
+        return make(text, tuple(spans))
     if first[-1][1] == n and second[0][0] == 0:  # the two input runs touch: one span
         joined = first[:-1] + ((first[-1][0], second[0][1] + n),)
-        return make(text, joined + tuple((x + n, y + n) for x, y in second[1:]))
-    return make(text, first + tuple((x + n, y + n) for x, y in second))
+        return make(text, joined + tuple([shifted(span, n) for span in second[1:]]))
+    return make(text, first + tuple([shifted(span, n) for span in second]))
 
 
 def _input_then_plain(text: str, n: int) -> str:
@@ -644,24 +682,28 @@ _VIEWS = frozenset({type({}.keys()), type({}.values()), _ITEMS})
 
 
 def taint(result: Any, *sources: Any) -> Any:
-    """Where no character map exists: any input among `sources` makes `result` input."""
+    """Where no character map exists: any input among `sources` makes `result` input (from all
+    of their origins, in a render that traces them)."""
     if not any(has_input(s) for s in sources):
         return result
-    return mark_all(result)
+    return mark_all(result, origins_in(sources) if TRACING.get() else None)
 
 
-def mark_all(value: Any) -> Any:
-    """`value` (a string, a number, or a list or tuple of them) all input."""
+def mark_all(value: Any, origin: Any = None) -> Any:
+    """`value` (a string, a number, or a list or tuple of them) all input (from `origin`)."""
     if isinstance(value, str):
-        return mark(value) if value else value
+        return mark(value, origin) if value else value
     if type(value) is int or type(value) is float:
-        return as_input(value)
+        number = as_input(value)
+        if origin is not None:
+            number.origin = origin
+        return number
     if isinstance(value, list):
-        return [mark_all(v) for v in value]
+        return [mark_all(v, origin) for v in value]
     if isinstance(value, tuple):
-        return tuple(mark_all(v) for v in value)
+        return tuple(mark_all(v, origin) for v in value)
     if type(value) is dict:  # a translate table
-        return {mark_all(k): mark_all(v) for k, v in value.items()}
+        return {mark_all(k, origin): mark_all(v, origin) for k, v in value.items()}
     return value
 
 
@@ -697,7 +739,8 @@ def escape_chars(s: str, table: dict[str, str]) -> str:
         if ch in table:
             pieces.append(sub(s, start, i))
             escaped = table[ch]
-            pieces.append(mark(escaped) if flags[i] else escaped)
+            flag = flags[i]
+            pieces.append((mark(escaped) if flag is True else mark(escaped, flag)) if flag else escaped)
             start = i + 1
     pieces.append(sub(s, start, len(raw)))
     return concat(pieces)

@@ -42,11 +42,12 @@ def _escape_marked(s: str) -> str:
     if not _SPECIAL.search(text):
         return s
     spans, moved, pos, grown = s.spans, [], 0, 0
-    for a, b in spans:
+    for span in spans:
+        a, b = span[0], span[1]
         grown += _growth(text, pos, a)
         start = a + grown
         grown += _growth(text, a, b)
-        moved.append((start, b + grown))
+        moved.append((start, b + grown) + span[2:])
         pos = b
     return marks.make(_entities(text), tuple(moved))
 

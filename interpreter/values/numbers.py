@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .origins import computed_from
 from .undefined import Undefined
 
 
@@ -13,7 +14,12 @@ def _carry(op: str, base: type):
 
     def apply(self, *args: Any) -> Any:
         result = method(self, *args)
-        return as_input(result) if result is not NotImplemented else result
+        if result is NotImplemented:
+            return result
+        number = as_input(result)
+        if self.__dict__:  # it has an origin (a render tracing them): so has the result
+            computed_from(number, (self, *args))
+        return number
     apply.__name__ = op
     return apply
 
@@ -128,7 +134,7 @@ def derived(number: Any, *sources: Any) -> Any:
         return number
     for source in sources:
         if _may_hold_input(source):
-            return as_input(number)
+            return computed_from(as_input(number), sources)
     return number
 
 

@@ -9,6 +9,7 @@ from . import marks
 from ..limits import check_printable
 from .marks import Input, Mixed, concat
 from .numbers import InputBytes, InputFloat, InputInt, InputRange
+from .origins import number_origin
 from .runtime import LoopContext, Namespace, TemplateModule
 from .sandbox import holds_marked_fields, is_host_object, prints_itself
 from .undefined import Undefined
@@ -22,7 +23,7 @@ def to_string(value: Any) -> str:
     if value is None or t is bool or t is int or t is float:
         return str(value)
     if t is InputInt or t is InputFloat or t is InputBytes:  # from input: prints as input
-        return marks.mark(str(value))
+        return marks.mark(str(value), number_origin(value))
     if isinstance(value, Undefined):
         return str(value)
     if isinstance(value, (list, tuple, dict, set, frozenset)) or t in _VIEWS or t in _SHOWING:
@@ -76,7 +77,7 @@ def _repr_into(value: Any, out: list, depth: int) -> None:
     if t is str or t is int or t is float or t is bool or value is None:
         out.append(repr(value))
     elif t is InputInt or t is InputFloat or t is InputBytes:
-        out.append(marks.mark(repr(value)))
+        out.append(marks.mark(repr(value), number_origin(value)))
     elif t is Input or isinstance(value, Mixed):  # Mixed, or safe marked text (markup.SafeMixed)
         text = repr(value)
         wrapper = "Markup(" if hasattr(value, "__html__") else ""  # safe text, as markupsafe's
@@ -84,7 +85,7 @@ def _repr_into(value: Any, out: list, depth: int) -> None:
         if len(text) == len(value) + 2:
             out.extend((wrapper, text[0], value, text[-1], ")" if wrapper else ""))
         else:
-            out.append(marks.mark(wrapper + text + (")" if wrapper else "")))
+            out.append(marks.taint(wrapper + text + (")" if wrapper else ""), value))
     elif depth > 100:
         raise RecursionError("value nests too deeply to print")
     elif t is list:

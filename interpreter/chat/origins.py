@@ -1,0 +1,164 @@
+"""`ChatTemplate.render_parts(origins=True)`: the render of `apply_chat_template`, each character
+with its origin.
+
+The data is cleaned as for any render (normalize.py, the plain walk), then marked with origins
+(values/sourced.py): message `i`'s fields as `Source(i, 'content')`, `Source(i,
+'tool_calls[0].function.arguments')`; tools, documents and keyword arguments under their names
+(`Source(None, 'tools[0].function.name')`). A role the chat APIs define stays template text, as in
+every `render_parts`. The template runs on the origin render (evaluation/origins.py), which
+attributes template text to the turn a loop over the messages was at and to the generation
+prompt. The text is the same as `render`'s.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+from ..evaluation import origins as engine
+from ..evaluation.output import OriginPart, to_origin_parts
+from ..values.sourced import traced
+from .normalize import REASONING_FIELDS, check_documents, check_tools, normalize_messages, plain, split_batch
+
+if TYPE_CHECKING:
+    from .template import ChatTemplate
+
+
+def render_runs(chat: "ChatTemplate", messages: Any, tools: Any = None, documents: Any = None,
+                add_generation_prompt: Any = False, template_name: Optional[str] = None,
+                **kwargs: Any) -> tuple[list[engine.Run], list[dict]]:
+    """One conversation rendered with origins: the runs, and the messages as normalised (so
+    that run `turn`s and `Source.message`s index them)."""
+    from .loading import select_template  # noqa: PLC0415
+    from .template import _Render, refuse_consumed  # noqa: PLC0415 - template.py imports us
+    refuse_consumed(kwargs)
+    if "messages" in kwargs:
+        raise TypeError("render() got multiple values for keyword argument 'messages'")
+    source = select_template(chat.templates, template_name if template_name is not None
+                             else chat.template_name, tools)
+    normalised = normalize_messages(messages)
+    template = chat.compiled(source)
+    render = _Render(chat, template, source, check_tools(tools), check_documents(documents),
+                     add_generation_prompt, kwargs, False)
+    walked = render.messages(normalised, plain)
+    context = render.context(normalised, False, walked)
+    traced_messages = [_message(m, given, i, chat.trusted_roles)
+                       for i, (m, given) in enumerate(zip(walked, normalised))]
+    if "messages" in context:
+        context["messages"] = traced_messages
+    for name in kwargs:
+        if name in context:
+            context[name] = traced(context[name], None, name)
+    for name in ("tools", "documents"):
+        if context.get(name) is not None:
+            context[name] = traced(context[name], None, name)
+    if type(add_generation_prompt) is not bool:
+        context["add_generation_prompt"] = traced(context["add_generation_prompt"], None,
+                                                  "add_generation_prompt")
+    runs = engine.render(template, context, chat.overlay, traced_messages,
+                         bool(add_generation_prompt))
+    return runs, normalised
+
+
+def _message(message: Any, given: Any, index: int, trusted_roles: frozenset) -> Any:
+    """A walked message marked with origins; `given`, the message as the caller gave it: the
+    reasoning transformers copies under its other names keeps the name it was given under."""
+    marked = traced(message, index, "")
+    if type(marked) is not dict:
+        return marked
+    role = message.get("role")
+    if type(role) is str and role in trusted_roles:
+        marked["role"] = role
+    source = next((key for key in REASONING_FIELDS if isinstance(given, dict) and key in given), None)
+    if source is not None:
+        for key in REASONING_FIELDS:
+            if key in marked and key != source and not (isinstance(given, dict) and key in given):
+                marked[key] = marked[source]
+    return marked
+
+
+def render_parts(chat: "ChatTemplate", conversation: Any, tools: Any, documents: Any,
+                 add_generation_prompt: Any, continue_final_message: Union[bool, str],
+                 kwargs: dict) -> Any:
+    """`render_parts(..., origins=True)`: OriginParts (a list of such lists for a batch)."""
+    conversations, batched = split_batch(conversation)
+    results = []
+    for messages in conversations:
+        runs, _ = render_runs(chat, messages, tools, documents, add_generation_prompt, **kwargs)
+        if continue_final_message:
+            runs = _continued(chat, messages, runs, tools, documents, continue_final_message, kwargs)
+        results.append(to_origin_parts(runs))
+    return results if batched else results[0]
+
+
+def _continued(chat: "ChatTemplate", messages: Any, runs: list, tools: Any, documents: Any,
+               continue_final_message: Union[bool, str], kwargs: dict) -> list:
+    """The runs cut where `continue_final_message` cuts the text (a prefix of the whole render)."""
+    text = chat.render(messages, tools, documents, continue_final_message=continue_final_message,
+                       **kwargs)
+    whole = "".join(run.text for run in runs)
+    if not whole.startswith(text):
+        raise ValueError("continue_final_message with origins=True needs the continued prompt to "
+                         "be a prefix of the whole conversation's render, and this template's is not")
+    return cut(runs, len(text))
+
+
+def cut(runs: list, end: int) -> list:
+    """The runs of the first `end` characters."""
+    out, pos = [], 0
+    for run in runs:
+        if pos >= end:
+            break
+        if pos + len(run.text) > end:
+            run = run._replace(text=run.text[:end - pos])
+        out.append(run)
+        pos += len(run.text)
+    return out
+
+
+def generation_prompt(chat: "ChatTemplate", messages: list, before: int, tools: Any = None,
+                      documents: Any = None, **kwargs: Any) -> str:
+    """The text the template's generation prompt writes after `messages[:before]` (when that
+    prefix is empty, after the whole conversation); '' when it writes none, or the prefix
+    cannot be rendered."""
+    for prefix in (messages[:before],) if before else (messages,):
+        try:
+            runs, _ = render_runs(chat, prefix, tools, documents, True, **kwargs)
+        except Exception:  # noqa: BLE001 - a template may refuse a prefix; the next is tried
+            continue
+        return "".join(run.text for run in runs[trailing(runs):])
+    return ""
+
+
+def trailing(runs: list) -> int:
+    """Where the template text after the last turn starts: the runs from there on are outside
+    any turn, or the generation prompt (which some templates write without being asked)."""
+    start = len(runs)
+    while start and runs[start - 1].source is None and (runs[start - 1].prompt
+                                                        or runs[start - 1].turn is None):
+        start -= 1
+    return start
+
+
+def assistant_spans(chat: "ChatTemplate", messages: Any, tools: Any = None, documents: Any = None,
+                    add_generation_prompt: Any = False,
+                    continue_final_message: Union[bool, str] = False, options: Any = None,
+                    **kwargs: Any) -> tuple[list, list]:
+    """One conversation rendered with origins: its runs and the character spans of its masked
+    turns (chat/masks.py: TRL's convention); an EmptyMaskError when nothing is masked of a
+    conversation whose masked messages carry content."""
+    from .masks import EmptyMaskError, MaskOptions, has_assistant_content, origin_spans  # noqa: PLC0415
+    options = options if options is not None else MaskOptions()
+    runs, normalised = render_runs(chat, messages, tools, documents, add_generation_prompt, **kwargs)
+    if continue_final_message:
+        runs = _continued(chat, messages, runs, tools, documents, continue_final_message, kwargs)
+    # each turn's header is what the generation prompt writes after the messages before it
+    prompts = {i: generation_prompt(chat, normalised, i, tools, documents, **kwargs)
+               for i, m in enumerate(normalised) if options.masked(i, m)}
+    spans = origin_spans(runs, normalised, prompts, options)
+    if not spans and has_assistant_content(normalised, options):
+        raise EmptyMaskError(
+            "the assistant mask from origins is empty although the conversation has assistant "
+            "content: this template writes none of it where a turn can be found")
+    return runs, spans
+
+
+__all__ = ["OriginPart", "assistant_spans", "generation_prompt", "render_parts", "render_runs"]
