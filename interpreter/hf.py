@@ -19,9 +19,8 @@ from typing import Any, Optional, Union
 
 from .chat.encoding import InputRuns, encode_runs
 from .chat.loading import select_template, special_tokens_of_tokenizer, templates_of_tokenizer
-from .chat.masks import MaskOptions, assistant_mask, has_generation_tags
-from .chat.origins import assistant_spans
-from .evaluation.output import Part
+from .chat.masks import assistant_mask, has_generation_tags
+from .chat.origins import masked_render
 from .chat.normalize import split_batch
 from .chat.template import ChatTemplate
 from .chat.tokenization import control_tokens
@@ -81,8 +80,8 @@ def apply_chat_template(tokenizer: Any, conversation: Any, tools: Optional[list]
     if return_assistant_tokens_mask and tokenize and _from_origins(chat, mask_source):
         if polyfill is not False:
             raise TypeError("assistant masks from origins do not combine with polyfill= yet")
-        rendered = [_origin_masked(chat, messages, tools, documents, add_generation_prompt,
-                                   continue_final_message, mask_options, kwargs)
+        rendered = [masked_render(chat, messages, tools, documents, add_generation_prompt,
+                                  continue_final_message, "origins", mask_options, **kwargs)
                     for messages in conversations]
     else:
         rendered = chat.render_batch(conversations, tools=tools, documents=documents,
@@ -108,17 +107,6 @@ def _from_origins(chat: ChatTemplate, mask_source: str) -> bool:
     """Whether the assistant masks come from origins: asked for, or (`auto`) for a template
     without `{% generation %}` tags, where transformers' masks are all zeros."""
     return mask_source == "origins" or (mask_source == "auto" and not has_generation_tags(chat.template))
-
-
-def _origin_masked(chat: ChatTemplate, messages: Any, tools: Any, documents: Any,
-                   add_generation_prompt: Any, continue_final_message: Any, options: Any,
-                   kwargs: dict) -> tuple[list, list]:
-    """(parts, spans) of one conversation, as render_batch gives them, the spans from origins."""
-    if isinstance(options, dict):
-        options = MaskOptions(**options)
-    runs, spans = assistant_spans(chat, messages, tools, documents, add_generation_prompt,
-                                  continue_final_message, options, **kwargs)
-    return [Part(run.text, run.source is not None) for run in runs], spans
 
 
 def _chat_template(tokenizer: Any, chat_template: Optional[str], tools: Any) -> str:

@@ -15,6 +15,7 @@ import pytest
 import oracle
 from conftest import CONVERSATIONS, TEMPLATES, byte_level_bpe
 import jinjamark
+from jinjamark import hf
 from jinjamark import cli
 
 OPEN, CLOSE = cli.OPEN, cli.CLOSE
@@ -290,6 +291,32 @@ def test_tokens_show_control_tokens_only_where_the_template_wrote_them(model_fol
     assert f"{2 * len(fixture['messages']) + 1} control tokens" in done.stderr
     assert done.stderr.splitlines()[0] == (
         "\u27ea...\u27eb a control token, \u27e6...\u27e7 a token of input, \u00b7 between tokens.")
+
+
+def test_tokens_mask_is_the_drop_ins_mask(model_folder):
+    folder, tokenizer = model_folder
+    path = CONVERSATIONS / "03-multi-turn.json"
+    done = tokens(folder, path, "--mask")
+    assert done.returncode == 0, done.stderr
+    messages = json.loads(path.read_text(encoding="utf-8"))["messages"]
+    want = hf.apply_chat_template(tokenizer, messages, return_assistant_tokens_mask=True)
+    assert json.loads(done.stdout) == {"input_ids": want["input_ids"],
+                                       "assistant_masks": want["assistant_masks"]}
+    shown = tokens(folder, path, "--mask", "--show").stdout
+    replies = [m["content"] for m in messages if m["role"] == "assistant"]
+    masked = [re.sub("[\u27ea\u27eb\u27e6\u27e7]", "", m)
+              for m in re.findall("\u2039(.*?)\u203a", shown, re.DOTALL)]
+    assert "".join(masked) == "".join(f"{r}<|im_end|>\n" for r in replies)
+
+
+def test_render_origins_names_each_parts_message_and_field(capsys):
+    status, out, _ = run(capsys, "render", CHATML, CONVERSATIONS / "03-multi-turn.json", "--origins", "--json")
+    parts = json.loads(out)
+    assert status == 0 and [p["field"] for p in parts if p["is_input"]] == ["content"] * 6
+    assert [p["message"] for p in parts if p["is_input"]] == list(range(6))
+    assert {p["turn"] for p in parts if not p["is_input"]} == set(range(6))
+    status, out, _ = run(capsys, "render", CHATML, INJECTION, "--origins")
+    assert status == 0 and "input    message 1 content" in out and "template turn 0" in out
 
 
 def test_tokens_of_a_template_file_from_stdin_with_a_tokenizer_file(model_folder):

@@ -236,6 +236,69 @@ def test_parameters_in_transformers_order(tokenizer):
     assert ours == theirs
 
 
-def test_masks_without_a_generation_tag_are_zeros_as_in_transformers(tokenizer):
-    theirs, ours = both(tokenizer, BATCH, padding=True, return_assistant_tokens_mask=True)
+def test_masks_from_the_tags_only_are_zeros_without_a_tag_as_in_transformers(tokenizer):
+    theirs = call(tokenizer.apply_chat_template, BATCH, padding=True, return_assistant_tokens_mask=True)
+    ours = call(hf.apply_chat_template, tokenizer, BATCH, padding=True,
+                return_assistant_tokens_mask=True, assistant_mask_source="generation")
     assert same(ours, theirs) and not any(1 in row for row in theirs[1]["assistant_masks"])
+
+
+def masked_text(tokenizer, out) -> list[str]:
+    """The text of each conversation's masked tokens."""
+    return [tokenizer.decode([i for i, m in zip(ids, mask) if m])
+            for ids, mask in zip(out["input_ids"], out["assistant_masks"])]
+
+
+def test_by_default_a_template_without_tags_gets_masks_from_origins(tokenizer):
+    theirs = tokenizer.apply_chat_template(BATCH, padding=True, return_assistant_tokens_mask=True)
+    ours = hf.apply_chat_template(tokenizer, BATCH, padding=True, return_assistant_tokens_mask=True)
+    assert ours["input_ids"] == theirs["input_ids"]  # the same ids; masks where theirs are zeros
+    replies = [" ".join(m["content"] for m in c if m["role"] == "assistant") for c in BATCH]
+    for text, reply in zip(masked_text(tokenizer, ours), replies):
+        assert text.replace("<|im_end|>\n", " ").split() == reply.split()
+
+
+QWEN3_TRAINING = source_of("qwen--trl-qwen3_training.jinja")
+REASONED = [{"role": "user", "content": "2+2?"},
+            {"role": "assistant", "content": "4", "reasoning_content": "Add them."}]
+
+
+def masked_with(tokenizer, **options) -> str:
+    out = hf.apply_chat_template(tokenizer, REASONED, chat_template=QWEN3_TRAINING.replace(
+        "{%- generation %}", "{%- if true %}").replace("{%- endgeneration %}", "{%- endif %}"),
+        return_assistant_tokens_mask=True, **options)
+    return masked_text(tokenizer, {k: [v] for k, v in out.items()})[0]
+
+
+def test_mask_options_leave_reasoning_or_the_prompts_own_text_out(tokenizer):
+    assert masked_with(tokenizer) == "<think>\nAdd them.\n</think>\n\n4<|im_end|>\n"
+    assert masked_with(tokenizer, assistant_mask_options={"reasoning": False}) == \
+        "<think>\n\n</think>\n\n4<|im_end|>\n"
+    no_thinking = {"enable_thinking": False}
+    reasoning_free = [REASONED[0], {"role": "assistant", "content": "4"}]
+    out = hf.apply_chat_template(tokenizer, reasoning_free, chat_template=QWEN3_TRAINING,
+                                 return_assistant_tokens_mask=True, assistant_mask_source="origins",
+                                 assistant_mask_options={"prompt_text": False}, **no_thinking)
+    assert masked_text(tokenizer, {k: [v] for k, v in out.items()}) == ["4<|im_end|>\n"]
+
+
+def test_masks_by_role_or_by_turn(tokenizer):
+    assert masked_with(tokenizer, assistant_mask_options={"roles": ("user",)}) == "2+2?<|im_end|>\n"
+    assert masked_with(tokenizer, assistant_mask_options={"turns": (0,)}) == "2+2?<|im_end|>\n"
+
+
+def test_an_empty_mask_from_origins_raises_instead_of_training_on_nothing(tokenizer):
+    users_only = "{% for m in messages %}{% if m.role == 'user' %}{{ m.content }}{% endif %}{% endfor %}"
+    with pytest.raises(jinjamark.chat.masks.EmptyMaskError):
+        hf.apply_chat_template(tokenizer, BATCH[0], chat_template=users_only,
+                               return_assistant_tokens_mask=True)
+    with pytest.raises(ValueError, match="assistant_mask_source"):
+        hf.apply_chat_template(tokenizer, BATCH[0], return_assistant_tokens_mask=True,
+                               assistant_mask_source="tags")
+
+
+def test_chat_template_encode_gives_the_same_mask(tokenizer):
+    chat = jinjamark.ChatTemplate(tokenizer.chat_template)
+    ids, mask = chat.encode(BATCH[0], tokenizer, return_assistant_tokens_mask=True)
+    out = hf.apply_chat_template(tokenizer, BATCH[0], return_assistant_tokens_mask=True)
+    assert (ids, mask) == (out["input_ids"], out["assistant_masks"]) and 1 in mask

@@ -76,7 +76,8 @@ def origin_spans(runs: list, messages: list, prompts: dict, options: MaskOptions
                  ) -> list[Span]:
     """The (start, end) character spans of the masked turns in the output of `runs` (an origin
     render of `messages`); `prompts`: for each masked turn, the text the template's generation
-    prompt writes after the messages before it."""
+    prompt writes after the messages before it (None: the turn is not the assistant's, and its
+    header is all the template text it writes before the message's data)."""
     masked = {i for i, m in enumerate(messages) if options.masked(i, m)}
     header = _headers(runs, masked, prompts, options.prompt_text)
     tail = _tail(runs, masked)
@@ -137,12 +138,12 @@ def _headers(runs: list, masked: set, prompts: dict, by_statement: bool) -> dict
         end = index
         while end < len(runs) and runs[end].turn == turn:
             end += 1
-        _header(runs, index, end, turn, prompts.get(turn, ""), by_statement, cut)
+        _header(runs, index, end, turn, prompts.get(turn), by_statement, cut)
         index = end
     return cut
 
 
-def _header(runs: list, start: int, end: int, turn: int, prompt: str, by_statement: bool,
+def _header(runs: list, start: int, end: int, turn: int, prompt: Optional[str], by_statement: bool,
             cut: dict) -> None:
     """Mark in `cut` the header among runs[start:end] (one turn): the statements, whole, whose
     text is the generation prompt's from where the one before ended; when the first is not, the
@@ -150,7 +151,7 @@ def _header(runs: list, start: int, end: int, turn: int, prompt: str, by_stateme
     `by_statement`, the characters shared with the prompt, statements or not."""
     matched = 0
     index = start
-    while index < end and matched < len(prompt):
+    while index < end and (prompt is None or matched < len(prompt)):
         group = index + 1  # the runs written by one statement
         while group < end and runs[group].statement is runs[index].statement:
             group += 1
@@ -182,7 +183,9 @@ def _is_role(source: Any, turn: int) -> bool:
 
 
 def _common(text: str, prompt: str, at: int) -> int:
-    """How many characters of `text` equal `prompt`'s from `at` on."""
+    """How many characters of `text` equal `prompt`'s from `at` on (all: no prompt to match)."""
+    if prompt is None:
+        return len(text)
     n = 0
     for a, b in zip(text, prompt[at:]):
         if a != b:

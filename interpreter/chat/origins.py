@@ -151,7 +151,9 @@ def assistant_spans(chat: "ChatTemplate", messages: Any, tools: Any = None, docu
     if continue_final_message:
         runs = _continued(chat, messages, runs, tools, documents, continue_final_message, kwargs)
     # each turn's header is what the generation prompt writes after the messages before it
+    # (a turn of another role than the assistant's, masked on request: all its leading text)
     prompts = {i: generation_prompt(chat, normalised, i, tools, documents, **kwargs)
+               if m.get("role") == "assistant" else None
                for i, m in enumerate(normalised) if options.masked(i, m)}
     spans = origin_spans(runs, normalised, prompts, options)
     if not spans and has_assistant_content(normalised, options):
@@ -161,4 +163,29 @@ def assistant_spans(chat: "ChatTemplate", messages: Any, tools: Any = None, docu
     return runs, spans
 
 
-__all__ = ["OriginPart", "assistant_spans", "generation_prompt", "render_parts", "render_runs"]
+def masked_render(chat: "ChatTemplate", messages: Any, tools: Any = None, documents: Any = None,
+                  add_generation_prompt: Any = False,
+                  continue_final_message: Union[bool, str] = False, source: str = "auto",
+                  options: Any = None, **kwargs: Any) -> tuple[list, list]:
+    """One conversation as (parts, spans of its assistant turns): from the `{% generation %}`
+    tags (`source="generation"`, or `"auto"` on a template that has them), else from origins."""
+    from ..evaluation.output import Part  # noqa: PLC0415
+    from .masks import MaskOptions, has_generation_tags  # noqa: PLC0415
+    from .loading import select_template  # noqa: PLC0415
+    if source not in ("auto", "generation", "origins"):
+        raise ValueError(f"assistant_mask_source must be 'auto', 'generation' or 'origins', not {source!r}")
+    template = chat.compiled(select_template(chat.templates, chat.template_name, tools))
+    if source == "generation" or (source == "auto" and has_generation_tags(template)):
+        (parts, spans), = chat.render_batch([messages], tools=tools, documents=documents,
+                                            add_generation_prompt=add_generation_prompt,
+                                            continue_final_message=continue_final_message,
+                                            generation_spans=True, kwargs=kwargs)
+        return parts, spans
+    if isinstance(options, dict):
+        options = MaskOptions(**options)
+    runs, spans = assistant_spans(chat, messages, tools, documents, add_generation_prompt,
+                                  continue_final_message, options, **kwargs)
+    return [Part(run.text, run.source is not None) for run in runs], spans
+
+
+__all__ = ["OriginPart", "assistant_spans", "masked_render", "generation_prompt", "render_parts", "render_runs"]

@@ -204,13 +204,38 @@ class ChatTemplate:
         return filler.apply(messages, None if walked is None else plain(walked, 0), plain)[1]
 
     def encode(self, messages: Any, tokenizer: Any, tools: Any = None, documents: Any = None,
-               add_generation_prompt: bool = False, **kwargs: Any) -> list[int]:
+               add_generation_prompt: bool = False, *, return_assistant_tokens_mask: bool = False,
+               assistant_mask_source: str = "auto", assistant_mask_options: Any = None,
+               **kwargs: Any) -> Any:
         """Token ids of the rendered prompt; control tokens (special tokens, and the added tokens
-        the template writes) are parsed in template text only."""
+        the template writes) are parsed in template text only.
+
+        With `return_assistant_tokens_mask`, `(ids, mask)`: 1 for each token of an assistant turn,
+        from the `{% generation %}` tags or, on a template without them (`"auto"`), from origins
+        (`"origins"` always; chat/masks.py; `assistant_mask_options` a `MaskOptions` or its dict),
+        as `jinjamark.hf.apply_chat_template` gives them."""
+        if return_assistant_tokens_mask:
+            return self._encode_masked(messages, tokenizer, tools, documents, add_generation_prompt,
+                                       assistant_mask_source, assistant_mask_options, kwargs)
         from .tokenization import encode
         parts = self.render_parts(messages, tools, documents, add_generation_prompt, **kwargs)
         source = select_template(self.templates, self.template_name, tools)
         return encode(parts, tokenizer, template=self.compiled(source))
+
+    def _encode_masked(self, messages: Any, tokenizer: Any, tools: Any, documents: Any,
+                       add_generation_prompt: bool, source: str, options: Any,
+                       kwargs: dict) -> tuple[list[int], list[int]]:
+        from .encoding import InputRuns, encode_runs
+        from .masks import assistant_mask
+        from .origins import masked_render
+        from .tokenization import control_tokens
+        parts, spans = masked_render(self, messages, tools, documents, add_generation_prompt, False,
+                                     source, options, **kwargs)
+        template = self.compiled(select_template(self.templates, self.template_name, tools))
+        encoded = encode_runs([InputRuns(parts)], tokenizer, control_tokens(tokenizer, template))[0]
+        if encoded.offsets is None:
+            raise ValueError("an assistant mask needs a tokenizer that gives character offsets")
+        return encoded.ids, assistant_mask(encoded.offsets, spans)
 
     def _apply(self, conversation: Any, tools: Any, documents: Any, add_generation_prompt: Any,
                continue_final_message: Union[bool, str], kwargs: dict, marked: bool,

@@ -13,6 +13,9 @@ from .inputs import (STDIN, UsageError, add_input_options, chat_arguments, demo_
                      load_conversation, load_template, refuse_two_stdins, render_chat)
 from .show import (CLOSE, INPUT_STYLE, LEGEND_STYLE, OPEN, is_terminal, on_terminal, show_parts,
                    wants_color)
+from .origins import (MASK_CLOSE, MASK_OPEN, MASK_STYLE, masked_pieces, origins_json, show_origins,
+                      write_mask_legend)
+from ..chat.masks import assistant_mask
 from ..errors import TemplateError
 from ..evaluation.output import Part
 from ..tracing import Step, tracing
@@ -43,6 +46,10 @@ def add_render(commands: argparse._SubParsersAction) -> None:
                             f"else in {OPEN}{CLOSE} brackets")
     shown.add_argument("--json", action="store_true",
                        help='print the parts as JSON: [{"text": ..., "is_input": ...}, ...]')
+    render.add_argument("--origins", action="store_true",
+                        help="show where each part came from: input's message and field, the turn "
+                             "template text was written for, the generation prompt, the template "
+                             "line (with --json: as objects)")
     render.add_argument("--trace", action="store_true",
                         help="print each statement to stderr as it runs: template, line, column, "
                              "the kind of statement and its source line")
@@ -73,6 +80,13 @@ def add_tokens(commands: argparse._SubParsersAction) -> None:
     tokens.add_argument("--tokenizer", metavar="TOKENIZER.json",
                         help="a tokenizers JSON file (default: the model folder's tokenizer.json; "
                              "needs: pip install 'jinjamark[hf]')")
+    tokens.add_argument("--mask", action="store_true",
+                        help="the assistant mask too: with --show, masked tokens in "
+                             "\u2039\u203a (underlined in colour); else JSON with input_ids and "
+                             "assistant_masks. From {% generation %} tags, else from origins")
+    tokens.add_argument("--mask-source", choices=("auto", "generation", "origins"), default="auto",
+                        help="where the mask comes from (default: the tags when the template has "
+                             "them, else origins)")
     tokens.add_argument("--show", action="store_true",
                         help="print the tokens as text instead of ids: control tokens in "
                              f"{CONTROL_OPEN}{CONTROL_CLOSE}, input tokens in {OPEN}{CLOSE} (in colour "
@@ -100,11 +114,13 @@ def render_command(args: argparse.Namespace) -> int:
     try:
         template = load_template(args, name, source)
         with tracing(_step_printer(name)) if args.trace else nullcontext():
-            if args.parts or args.json:
+            if args.origins:
+                parts = render_chat(template, messages, {**options, "origins": True}, parts=True)
+            elif args.parts or args.json:
                 parts = render_chat(template, messages, options, parts=True)
             else:
                 text = render_chat(template, messages, options, parts=False)
-        if not (args.parts or args.json):
+        if not (args.parts or args.json or args.origins):
             sys.stdout.write(text)
             return 0
     except TemplateError as error:
@@ -112,9 +128,12 @@ def render_command(args: argparse.Namespace) -> int:
             error.name = name
         raise
 
-    if args.json:
-        json.dump([{"text": p.text, "is_input": p.is_input} for p in parts], sys.stdout,
-                  ensure_ascii=False)
+    if args.origins and not args.json:
+        show_origins(parts, sys.stdout, use_color=wants_color(sys.stdout))
+    elif args.json:
+        shown = origins_json(parts) if args.origins else \
+            [{"text": p.text, "is_input": p.is_input} for p in parts]
+        json.dump(shown, sys.stdout, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
         show_parts(parts, sys.stdout, sys.stderr, use_color=wants_color(sys.stdout))
@@ -141,24 +160,45 @@ def tokens_command(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot load {path}: {error}") from None
     messages, options = chat_arguments(load_conversation(args.conversation), args)
     template = load_template(args, args.template)
-    parts = render_chat(template, messages, options, parts=True)
+    spans = None
+    if args.mask:
+        parts, spans = masked_parts(template, messages, options, args.mask_source)
+    else:
+        parts = render_chat(template, messages, options, parts=True)
     control = control_tokens(tokenizer, template.template)
     encoded = encode_runs([InputRuns(parts)], tokenizer, control)[0]
     ids, controls = encoded.ids, set(control.values())
+    mask = assistant_mask(encoded.offsets, spans) if spans is not None else None
     plain = tokenizer.encode("".join(p.text for p in parts), add_special_tokens=False).ids
     if args.show:
         use_color = wants_color(sys.stdout)
-        show_tokens(token_pieces(parts, ids, encoded.offsets, controls), use_color)
+        pieces = token_pieces(parts, ids, encoded.offsets, controls)
+        if mask is not None:
+            pieces = masked_pieces(pieces, encoded.offsets, mask)
+        show_tokens(pieces, use_color)
         sys.stdout.flush()
         show_tokens_legend(use_color)
+        if mask is not None:
+            write_mask_legend()
     else:
-        json.dump(ids, sys.stdout)
+        json.dump(ids if mask is None else {"input_ids": ids, "assistant_masks": mask}, sys.stdout)
         sys.stdout.write("\n")
     sys.stdout.flush()
     print(f"{len(ids)} tokens, {sum(i in controls for i in ids)} control tokens "
           f"(encoding the flat string would give {sum(i in controls for i in plain)})",
           file=sys.stderr)
     return 0
+
+
+def masked_parts(template, messages, options: dict, source: str) -> tuple[list, list]:
+    """The parts and assistant spans of `tokens --mask`, a wrong input reported as such."""
+    from ..chat.origins import masked_render
+    try:
+        return masked_render(template, messages, source=source, **options)
+    except TemplateError:
+        raise
+    except (ValueError, TypeError) as error:
+        raise UsageError(str(error)) from None
 
 
 def token_pieces(parts: Sequence[Part], ids: list[int], offsets: Optional[list],
@@ -191,20 +231,25 @@ def token_pieces(parts: Sequence[Part], ids: list[int], offsets: Optional[list],
     return pieces
 
 
-def show_tokens(pieces: list[tuple[str, str]], use_color: bool) -> None:
+def show_tokens(pieces: list[tuple], use_color: bool) -> None:
+    """The pieces of `token_pieces` (with a third item, masked, from `masked_pieces`)."""
     if use_color:
         from rich.console import Console
         from rich.text import Text
         shown = Text()
-        for number, (piece, kind) in enumerate(pieces):
+        for number, (piece, kind, *masked) in enumerate(pieces):
             if number:
                 shown.append(SEPARATOR, style=LEGEND_STYLE)
-            shown.append(on_terminal(piece), style={"control": CONTROL_STYLE,
-                                                    "input": INPUT_STYLE}.get(kind))
+            style = {"control": CONTROL_STYLE, "input": INPUT_STYLE}.get(kind)
+            if masked and masked[0]:
+                style = f"{style} {MASK_STYLE}" if style else MASK_STYLE
+            shown.append(on_terminal(piece), style=style)
         Console(file=sys.stdout, soft_wrap=True, highlight=False).print(shown)
         return
     marks = {"control": (CONTROL_OPEN, CONTROL_CLOSE), "input": (OPEN, CLOSE), "template": ("", "")}
-    shown = SEPARATOR.join(marks[kind][0] + piece + marks[kind][1] for piece, kind in pieces)
+    shown = SEPARATOR.join((MASK_OPEN if masked and masked[0] else "") + marks[kind][0] + piece
+                           + marks[kind][1] + (MASK_CLOSE if masked and masked[0] else "")
+                           for piece, kind, *masked in pieces)
     sys.stdout.write((on_terminal(shown) if is_terminal(sys.stdout) else shown) + "\n")
 
 
