@@ -39,6 +39,7 @@ class CorpusResults:
     conversations: int = 0
     jinja2_raised: int = 0
     parts_differ: int = 0  # cases whose render_parts text is not the render's text
+    origins_differ: int = 0  # the same for render_parts(origins=True)
     tally: dict = field(default_factory=lambda: {name: Tally() for name in ["jinjamark", *OTHERS]
                                                  if name != "jinja2"})
     cases: list = field(default_factory=list)     # one dict per timed case
@@ -92,6 +93,8 @@ def agreeing(stem: str, compiled: dict, fixture: dict, results: CorpusResults) -
     parts = jinjamark_parts(compiled["jinjamark"], fixture)
     if "".join(p.text for p in parts) != want:
         results.parts_differ += 1
+    if "".join(p.text for p in jinjamark_parts(compiled["jinjamark"], fixture, origins=True)) != want:
+        results.origins_differ += 1
     return agree
 
 
@@ -99,10 +102,12 @@ def time_case(stem: str, compiled: dict, fixture: dict, agree: list[str], count:
               budget: float) -> dict:
     fns = {name: (lambda name=name: ENGINES[name].render(compiled[name], fixture)) for name in agree}
     fns["parts"] = lambda: jinjamark_parts(compiled["jinjamark"], fixture)
+    fns["origins"] = lambda: jinjamark_parts(compiled["jinjamark"], fixture, origins=True)
     times = rounds(fns, count, budget)
     case: dict[str, Any] = {"template": stem, "conversation": fixture.get("_name"),
                             "seconds": {name: statistics.median(t) for name, t in times.items()},
-                            "ratios": {"parts/render": round_ratio(times, "parts", "jinjamark")}}
+                            "ratios": {"parts/render": round_ratio(times, "parts", "jinjamark"),
+                                       "origins/parts": round_ratio(times, "origins", "parts")}}
     for other in OTHERS:
         if other in times:
             case["ratios"][f"jinjamark/{other}"] = round_ratio(times, "jinjamark", other)
@@ -135,6 +140,7 @@ def summarize(results: CorpusResults) -> dict:
     out: dict[str, Any] = {"templates": results.templates, "conversations": results.conversations,
                            "jinja2_raised": results.jinja2_raised,
                            "parts_differ": results.parts_differ,
+                           "origins_differ": results.origins_differ,
                            "tally": {name: t.summary() for name, t in results.tally.items()},
                            "timed_cases": len(results.cases),
                            "compiled_templates": len(results.compiles)}
@@ -147,6 +153,10 @@ def summarize(results: CorpusResults) -> dict:
     out["parts/render"] = spread(parts)
     out["parts/render"]["summed"] = (sum(c["seconds"]["parts"] for c in results.cases)
                                      / max(1e-12, sum(c["seconds"]["jinjamark"] for c in results.cases)))
+    origins = ratios_of(results.cases, "origins/parts")
+    out["origins/parts"] = spread(origins)
+    out["origins/parts"]["summed"] = (sum(c["seconds"]["origins"] for c in results.cases)
+                                      / max(1e-12, sum(c["seconds"]["parts"] for c in results.cases)))
     out["median_seconds"] = {
         "warm": {name: median_of(results.cases, name) for name in [*ENGINES, "parts"]},
         "compile": {name: median_of(results.compiles, name) for name in ENGINES}}

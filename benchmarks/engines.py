@@ -98,10 +98,10 @@ def jinjamark_render(template, fixture: dict) -> str:
                            **(fixture.get("kwargs") or {}))
 
 
-def jinjamark_parts(template, fixture: dict) -> list:
+def jinjamark_parts(template, fixture: dict, origins: bool = False) -> list:
     return template.render_parts(fixture["messages"], tools=fixture.get("tools"),
                                  documents=fixture.get("documents"), add_generation_prompt=True,
-                                 **(fixture.get("kwargs") or {}))
+                                 origins=origins, **(fixture.get("kwargs") or {}))
 
 
 # ---------------------------------------------------------------------------- minijinja

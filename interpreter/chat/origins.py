@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ..evaluation import origins as engine
 from ..evaluation.output import OriginPart, to_origin_parts
+from ..values.marks import Mixed
+from ..values.origins import Source
 from ..values.sourced import traced
 from .normalize import REASONING_FIELDS, check_documents, check_tools, normalize_messages, plain, split_batch
 
@@ -61,6 +63,9 @@ def render_runs(chat: "ChatTemplate", messages: Any, tools: Any = None, document
 def _message(message: Any, given: Any, index: int, trusted_roles: frozenset) -> Any:
     """A walked message marked with origins; `given`, the message as the caller gave it: the
     reasoning transformers copies under its other names keeps the name it was given under."""
+    marked = _flat(message, index, trusted_roles) if message is given else None
+    if marked is not None:
+        return marked
     marked = traced(message, index, "")
     if type(marked) is not dict:
         return marked
@@ -73,6 +78,27 @@ def _message(message: Any, given: Any, index: int, trusted_roles: frozenset) -> 
             if key in marked and key != source and not (isinstance(given, dict) and key in given):
                 marked[key] = marked[source]
     return marked
+
+
+def _flat(message: Any, index: int, trusted_roles: frozenset) -> Optional[dict]:
+    """`traced` of a message of text fields with names for keys (most messages), made at once;
+    None for any other."""
+    if type(message) is not dict:
+        return None
+    out = {}
+    new = tuple.__new__
+    for key, value in message.items():
+        if type(key) is not str or type(value) is not str or not key.isidentifier():
+            return None
+        name = Mixed(key)
+        name.spans = ((0, len(key), new(Source, (index, key, True))),)
+        if not value or (key == "role" and value in trusted_roles):
+            out[name] = value
+            continue
+        text = Mixed(value)
+        text.spans = ((0, len(value), new(Source, (index, key, False))),)
+        out[name] = text
+    return out
 
 
 def render_parts(chat: "ChatTemplate", conversation: Any, tools: Any, documents: Any,

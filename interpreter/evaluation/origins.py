@@ -13,9 +13,9 @@ none to carry, so it is attributed by the render's state, never by searching the
 - **statement**: the `{{ }}` or text node that wrote it (its line is shown; masks ask whether a
   statement also wrote the message's own data).
 
-The template is rewritten once (a copy of its tree with zero-width marker nodes around loops
-and generation-prompt tests) and rendered on an `OriginEvaluator`, whose text and output write a
-marker naming their statement before what they write. Markers are empty strings of their own
+The template is rewritten once (a copy of its tree with zero-width marker statements before its
+text and `{{ }}` and around its loops and generation-prompt tests) and rendered on the ordinary
+evaluator, its fast paths and generated code included. Markers are empty strings of their own
 type: every consumer of output pieces passes over them, and a captured body (a macro's, a
 `{% set %}` block's) drops them, so its text is attributed where it is printed. An ordinary
 render never sees any of this.
@@ -27,8 +27,11 @@ from contextvars import ContextVar
 from typing import Any, NamedTuple, Optional
 
 from ..grammar import ast, records
+from .compiling.core import compiles
 from .evaluator import Evaluator
 from .tracking import Marker
+
+
 
 records.MODULES.add(__name__)
 
@@ -56,40 +59,40 @@ class StatementMarker(Marker):
 PROMPT_START = Marker("")  # the generation prompt starts ...
 PROMPT_END = Marker("")    # ... and ends; they nest as the tests do
 OUTSIDE = TurnMarker(None)
+_TURNS: list[TurnMarker] = []
 
 
 class Recorder:
     """What one origin render knows: the conversation's messages by identity, whether
     add_generation_prompt is true, and the turn the render is at."""
 
-    __slots__ = ("messages", "prompting", "turn", "markers", "statements")
+    __slots__ = ("messages", "prompting", "turn")
 
     def __init__(self, messages: Any = None, prompting: bool = False) -> None:
         self.messages = {id(m): i for i, m in enumerate(messages)} if isinstance(messages, list) else {}
         self.prompting = prompting
         self.turn: Optional[int] = None
-        self.markers: dict[int, TurnMarker] = {}
-        self.statements: dict[int, StatementMarker] = {}
 
     def turn_marker(self, turn: Optional[int]) -> TurnMarker:
         if turn is None:
             return OUTSIDE
-        marker = self.markers.get(turn)
-        if marker is None:
-            marker = self.markers[turn] = TurnMarker(turn)
-        return marker
+        if turn >= len(_TURNS):  # markers are immutable: one per turn number, for every render
+            _TURNS.extend(TurnMarker(i) for i in range(len(_TURNS), turn + 1))
+        return _TURNS[turn]
 
-    def statement(self, node: Any) -> StatementMarker:
-        marker = self.statements.get(id(node))
-        if marker is None:
-            marker = self.statements[id(node)] = StatementMarker(node.span.line)
-        return marker
 
 
 _RECORDER: ContextVar[Optional[Recorder]] = ContextVar("jinjamark_origin_recorder", default=None)
 
 
 # ---------------------------------------------------------------------------- marker nodes
+# Compiled like the core's statements (a closure each, called directly, also from generated
+# code), so that an origin render runs on the ordinary evaluator and its fast paths.
+
+class StatementMark(ast.Stmt):
+    """Before a text or `{{ }}` statement: what follows was written by it (at `line`)."""
+    line: int
+
 
 class LoopTurns(ast.Stmt):
     """A `for` loop (the one statement of `body`) after which the turn is what it was before."""
@@ -108,67 +111,64 @@ class GenerationPrompt(ast.Stmt):
     body: tuple
 
 
-def _loop_turns(ev: Any, node: LoopTurns, scope: Any) -> None:
-    recorder = ev.recorder
-    before = recorder.turn
-    try:
-        ev.run(node.body, scope)
-    finally:
-        if recorder.turn != before:
-            recorder.turn = before
-            ev.out.append(recorder.turn_marker(before))
+@compiles(StatementMark)
+def _compile_statement_mark(node: StatementMark) -> Any:
+    marker = StatementMarker(node.line)  # one per statement: runs tell statements apart by it
+    return lambda ev, scope: ev.out.append(marker)
 
 
-def _enter_item(ev: Any, node: EnterItem, scope: Any) -> None:
-    recorder = ev.recorder
-    item = scope.lookup(node.name)
-    if node.seq is not None:
-        seq = scope.lookup(node.seq)
-        index = item  # a number from input too (`range(messages | length)`)
-        item = seq[index] if type(seq) is list and isinstance(index, int) and index is not True \
-            and index is not False and -len(seq) <= index < len(seq) else None
-    turn = recorder.messages.get(id(item))
-    if turn is not None and type(item) is dict and turn != recorder.turn:
-        recorder.turn = turn
-        ev.out.append(recorder.turn_marker(turn))
+@compiles(LoopTurns)
+def _compile_loop_turns(node: LoopTurns) -> Any:
+    body = node.body
+
+    def loop_turns(ev: Any, scope: Any) -> None:
+        recorder = _RECORDER.get()
+        if recorder is None:  # the variant rendered on its own: the loop, nothing more
+            return ev.run(body, scope)
+        before = recorder.turn
+        try:
+            ev.run(body, scope)  # by the body's code: generated once it runs often
+        finally:
+            if recorder.turn != before:
+                recorder.turn = before
+                ev.out.append(recorder.turn_marker(before))
+    return loop_turns
 
 
-def _generation_prompt(ev: Any, node: GenerationPrompt, scope: Any) -> None:
-    if not ev.recorder.prompting:
-        ev.run(node.body, scope)
-        return
-    ev.out.append(PROMPT_START)
-    try:
-        ev.run(node.body, scope)
-    finally:
-        ev.out.append(PROMPT_END)
+@compiles(EnterItem)
+def _compile_enter_item(node: EnterItem) -> Any:
+    name, seq_name = node.name, node.seq
+
+    def enter_item(ev: Any, scope: Any) -> None:
+        recorder = _RECORDER.get()
+        if recorder is None:
+            return
+        item = scope.lookup(name)
+        if seq_name is not None:
+            seq, index = scope.lookup(seq_name), item  # a number from input too (`range(n)`)
+            item = seq[index] if type(seq) is list and isinstance(index, int) and index is not True \
+                and index is not False and -len(seq) <= index < len(seq) else None
+        turn = recorder.messages.get(id(item))
+        if turn is not None and type(item) is dict and turn != recorder.turn:
+            recorder.turn = turn
+            ev.out.append(recorder.turn_marker(turn))
+    return enter_item
 
 
-HANDLERS = {LoopTurns: _loop_turns, EnterItem: _enter_item, GenerationPrompt: _generation_prompt}
+@compiles(GenerationPrompt)
+def _compile_generation_prompt(node: GenerationPrompt) -> Any:
+    body = node.body
 
-
-# ---------------------------------------------------------------------------- the evaluator
-
-class OriginEvaluator(Evaluator):
-    """An evaluator whose text and output name their statement before they write (and whose
-    sub-evaluators, made by `type(ev)`, do too)."""
-
-    def __init__(self, environment: Any, handlers: dict, name: Optional[str], source: str,
-                 memo: Optional[dict] = None) -> None:
-        table = dict(handlers)
-        table.update(HANDLERS)
-        for kind in (ast.Text, ast.Output):
-            table[kind] = _announced(handlers[kind])
-        super().__init__(environment, table, name, source, memo)
-        self.recorder = _RECORDER.get() or Recorder()
-
-
-def _announced(handler: Any) -> Any:
-    def write(ev: Any, node: Any, scope: Any) -> None:
-        ev.out.append(ev.recorder.statement(node))
-        handler(ev, node, scope)
-    write.__name__ = getattr(handler, "__name__", "write")
-    return write
+    def generation_prompt(ev: Any, scope: Any) -> None:
+        recorder = _RECORDER.get()
+        if recorder is None or not recorder.prompting:
+            return ev.run(body, scope)
+        ev.out.append(PROMPT_START)
+        try:
+            ev.run(body, scope)
+        finally:
+            ev.out.append(PROMPT_END)
+    return generation_prompt
 
 
 def start_recording(recorder: Recorder) -> Any:
@@ -182,8 +182,8 @@ def stop_recording(token: Any) -> None:
 # ---------------------------------------------------------------------------- the rewrite
 
 def traced_tree(tree: ast.Template) -> ast.Template:
-    """A copy of `tree` with marker nodes around loops and generation-prompt tests (the nodes
-    that do not change are shared)."""
+    """A copy of `tree` with marker nodes before its text and `{{ }}` statements and around its
+    loops and generation-prompt tests (the nodes that do not change are shared)."""
     return _rewrite(tree)
 
 
@@ -209,8 +209,13 @@ def _rewrite_field(value: Any) -> Any:
     if isinstance(value, ast.Stmt) or type(value) is ast.Template:
         return _rewrite(value)
     if type(value) is tuple and value:
-        items = tuple(_rewrite_field(item) for item in value)
-        return value if all(a is b for a, b in zip(items, value)) else items
+        items: list = []
+        for item in value:
+            if type(item) is ast.Text or type(item) is ast.Output:
+                items.append(StatementMark(item.span, item.span.line))
+            items.append(_rewrite_field(item))
+        return value if len(items) == len(value) and all(a is b for a, b in zip(items, value)) \
+            else tuple(items)
     return value  # expressions and other records hold no statements
 
 
@@ -246,53 +251,68 @@ class Run(NamedTuple):
 
 def resolve(pieces: list) -> list[Run]:
     """The runs of an origin render's output pieces, in order (markers resolved, neighbours of
-    the same origin and statement merged)."""
+    the same origin and statement merged). One pass, inline: it runs over every piece written."""
     from ..values.origins import UNKNOWN  # noqa: PLC0415 - values below evaluation
     runs: list[Run] = []
-    texts: list[str] = []  # the texts of the run being gathered, whose origin is `current`
-    current: Any = None
+    add, join, new = runs.append, "".join, tuple.__new__
+    texts: list[str] = []  # the texts of the run being gathered ...
+    source: Any = None     # ... its origin, and whether a marker changed the state since
+    moved = False
     turn: Optional[int] = None
     prompt = 0
     statement: Optional[StatementMarker] = None
-
-    def add(text: str, source: Any) -> None:
-        nonlocal current, texts
-        if not text:
-            return
-        state = (source, turn, prompt > 0, statement)
-        # (markers are empty strings, equal to each other: statements are told apart by identity)
-        if texts and (state[:3] != current[:3] or state[3] is not current[3]):
-            runs.append(Run("".join(texts), *current))
-            texts = []
-        current = state
-        texts.append(text)
-
+    state = (None, False, None)  # the gathered run's turn, prompt and statement
     for piece in pieces:
         kind = type(piece)
-        if kind is StatementMarker:
-            statement = piece
-        elif kind is TurnMarker:
-            turn = piece.turn
-        elif piece is PROMPT_START:
-            prompt += 1
-        elif piece is PROMPT_END:
-            prompt -= 1
-        elif isinstance(piece, Marker) or not piece:
-            continue
-        else:
-            spans = getattr(piece, "spans", None) if kind is not str else None
-            if not spans:
-                add(str.__str__(piece), None)
+        if kind is str:
+            if not piece:
                 continue
-            text, pos = str.__str__(piece), 0
-            for span in spans:
-                add(text[pos:span[0]], None)
-                add(text[span[0]:span[1]], span[2] if len(span) > 2 else UNKNOWN)
-                pos = span[1]
-            add(text[pos:], None)
+            if texts and (moved or source is not None):
+                add(new(Run, (join(texts), source, *state)))
+                texts = []
+            if not texts:
+                source, state, moved = None, (turn, prompt > 0, statement), False
+            texts.append(piece)
+            continue
+        if kind is StatementMarker:
+            statement, moved = piece, True
+            continue
+        if kind is TurnMarker:
+            turn, moved = piece.turn, True
+            continue
+        if piece is PROMPT_START or piece is PROMPT_END:
+            prompt += 1 if piece is PROMPT_START else -1
+            moved = True
+            continue
+        if isinstance(piece, Marker) or not piece:
+            continue
+        spans = getattr(piece, "spans", None)
+        text, pos = str.__str__(piece), 0
+        for run_source, start, end in _runs_of(text, spans, UNKNOWN):
+            if texts and (moved or source is not run_source and source != run_source):
+                add(new(Run, (join(texts), source, *state)))
+                texts = []
+            if not texts:
+                source, state, moved = run_source, (turn, prompt > 0, statement), False
+            texts.append(text[start:end])
     if texts:
-        runs.append(Run("".join(texts), *current))
+        add(new(Run, (join(texts), source, *state)))
     return _statement_turns(runs)
+
+
+def _runs_of(text: str, spans: Any, unknown: Any) -> list[tuple]:
+    """(origin, start, end) of each stretch of a marked piece: None for template text."""
+    if not spans:
+        return [(None, 0, len(text))] if text else []
+    out, pos = [], 0
+    for span in spans:
+        if span[0] > pos:
+            out.append((None, pos, span[0]))
+        out.append((span[2] if len(span) > 2 else unknown, span[0], span[1]))
+        pos = span[1]
+    if pos < len(text):
+        out.append((None, pos, len(text)))
+    return out
 
 
 def _statement_turns(runs: list[Run]) -> list[Run]:
@@ -301,6 +321,9 @@ def _statement_turns(runs: list[Run]) -> list[Run]:
     message kept in a namespace and printed after it): its runs get that turn."""
     start = 0
     while start < len(runs):
+        if runs[start].turn is not None or runs[start].prompt:
+            start += 1
+            continue
         end = start + 1
         while end < len(runs) and runs[end].statement is runs[start].statement:
             end += 1
@@ -349,8 +372,8 @@ def render(template: Any, context: dict, overlay: Optional[dict] = None,
     recorder = Recorder(messages, prompting)
     token, tracing = start_recording(recorder), TRACING.set(True)
     try:
-        ev = OriginEvaluator(variant.environment, variant.environment.handlers, variant.name,
-                             variant.source, variant.memo)
+        ev = Evaluator(variant.environment, variant.environment.handlers, variant.name,
+                       variant.source, variant.memo)
         pieces = variant._start(ev, context, overlay)
     finally:
         TRACING.reset(tracing)

@@ -264,7 +264,7 @@ def _by_loop_handler(node: ast.For) -> Code:
 
 # Node classes whose handlers read variables only through their expressions, never `loop` by
 # name: a loop whose body holds only these (and no `loop` name) needs no LoopContext.
-_CORE_MODULES = frozenset({ast.__name__, "jinjamark.ext.shipped"})
+_CORE_MODULES = frozenset({ast.__name__, "jinjamark.ext.shipped", "jinjamark.evaluation.origins"})
 
 
 # Statements after which nothing can hold on to the frame they ran in: everything but what makes

@@ -299,7 +299,7 @@ class StatementWriter(ExpressionWriter):
         return True
 
 
-_CORE_MODULES = frozenset({ast.__name__, "jinjamark.ext.shipped"})
+_CORE_MODULES = frozenset({ast.__name__, "jinjamark.ext.shipped", "jinjamark.evaluation.origins"})
 
 
 def _bound_names(body: tuple) -> Any:
