@@ -21,11 +21,13 @@ from .chat.encoding import InputRuns, encode_runs
 from .chat.loading import select_template, special_tokens_of_tokenizer, templates_of_tokenizer
 from .chat.masks import assistant_mask, has_generation_tags
 from .chat.origins import masked_render
+from .chat.spans import message_spans
 from .chat.normalize import split_batch
 from .chat.template import ChatTemplate
 from .chat.tokenization import control_tokens
 
 MASK_NEEDS_DICT = "`return_assistant_tokens_mask=True` requires `return_dict=True` and `tokenize=True`"
+SPANS_NEED_DICT = "`return_message_spans=True` requires `return_dict=True` and `tokenize=True`"
 MASK_AND_CONTINUE = "continue_final_message is not compatible with return_assistant_tokens_mask."
 SANITIZE_NEEDS = ("`sanitize_control_tokens=True` requires `tokenize=True` and is not compatible with "
                   "`return_assistant_tokens_mask=True`.")
@@ -63,12 +65,15 @@ def apply_chat_template(tokenizer: Any, conversation: Any, tools: Optional[list]
     polyfill = kwargs.pop("polyfill", False)
     mask_source = kwargs.pop("assistant_mask_source", "auto")
     mask_options = kwargs.pop("assistant_mask_options", None)
+    message_spans = kwargs.pop("return_message_spans", False)
     if mask_source not in MASK_SOURCES:
         raise ValueError(f"assistant_mask_source must be one of {MASK_SOURCES}, not {mask_source!r}")
     if not tokenize:
         return_dict = False
     if return_assistant_tokens_mask and not (return_dict and tokenize):
         raise ValueError(MASK_NEEDS_DICT)
+    if message_spans and not (return_dict and tokenize):
+        raise ValueError(SPANS_NEED_DICT)
     tokenizer_kwargs = dict(tokenizer_kwargs or {})
     source = _chat_template(tokenizer, chat_template, tools)
     conversations, batched = split_batch(conversation)
@@ -97,7 +102,22 @@ def apply_chat_template(tokenizer: Any, conversation: Any, tools: Optional[list]
     spans = [s for _, s in rendered] if return_assistant_tokens_mask else None
     out = _batch_encoding(tokenizer, encoded, spans, batched, padding, truncation, max_length,
                           return_tensors, tokenizer_kwargs)
+    if message_spans:
+        found = [_message_spans(chat, messages, e, tools, documents, add_generation_prompt,
+                                continue_final_message, kwargs) for messages, e in zip(conversations, encoded)]
+        out["message_spans"] = found if batched else found[0]
     return out if return_dict else out["input_ids"]
+
+
+def _message_spans(chat: ChatTemplate, messages: Any, encoded: Any, tools: Any, documents: Any,
+                   add_generation_prompt: Any, continue_final_message: Any, kwargs: dict) -> list:
+    """`return_message_spans`: each message's characters and tokens (indices into the ids
+    before padding and truncation), as dicts."""
+    from .chat.origins import continued, render_runs
+    runs, _ = render_runs(chat, messages, tools, documents, add_generation_prompt, **kwargs)
+    if continue_final_message:
+        runs = continued(chat, messages, runs, tools, documents, continue_final_message, kwargs)
+    return [span._asdict() for span in message_spans(runs, encoded.offsets)]
 
 
 MASK_SOURCES = ("auto", "generation", "origins")

@@ -302,3 +302,27 @@ def test_chat_template_encode_gives_the_same_mask(tokenizer):
     ids, mask = chat.encode(BATCH[0], tokenizer, return_assistant_tokens_mask=True)
     out = hf.apply_chat_template(tokenizer, BATCH[0], return_assistant_tokens_mask=True)
     assert (ids, mask) == (out["input_ids"], out["assistant_masks"]) and 1 in mask
+
+
+def test_message_spans_give_each_messages_characters_and_tokens(tokenizer):
+    messages = fixture("03-multi-turn")["messages"]
+    out = hf.apply_chat_template(tokenizer, messages, return_message_spans=True)
+    text = hf.apply_chat_template(tokenizer, messages, tokenize=False)
+    spans = out["message_spans"]
+    assert [s["message"] for s in spans] == list(range(len(messages)))
+    for span, message in zip(spans, messages):
+        assert message["content"] in text[span["start"]:span["end"]]
+        assert text[span["start"]:span["end"]].startswith("<|im_start|>" + message["role"])
+        ids = out["input_ids"][span["token_start"]:span["token_end"]]
+        assert message["content"] in tokenizer.decode(ids)
+    assert [s["end"] for s in spans[:-1]] == [s["start"] for s in spans[1:]]  # back to back
+    with pytest.raises(ValueError, match="return_message_spans"):
+        hf.apply_chat_template(tokenizer, messages, tokenize=False, return_message_spans=True)
+
+
+def test_a_token_merged_across_two_messages_is_reported_not_given_to_one():
+    from jinjamark.chat.spans import message_spans
+    from jinjamark.evaluation.origins import Run
+    runs = [Run("ab", None, 0, False, None), Run("cd", None, 1, False, None)]
+    spans = message_spans(runs, [(0, 1), (1, 3), (3, 4)])  # the middle token holds 'b' and 'c'
+    assert [(s.token_start, s.token_end, s.straddling) for s in spans] == [(0, 2, (1,)), (1, 3, (1,))]

@@ -110,12 +110,12 @@ def render_parts(chat: "ChatTemplate", conversation: Any, tools: Any, documents:
     for messages in conversations:
         runs, _ = render_runs(chat, messages, tools, documents, add_generation_prompt, **kwargs)
         if continue_final_message:
-            runs = _continued(chat, messages, runs, tools, documents, continue_final_message, kwargs)
+            runs = continued(chat, messages, runs, tools, documents, continue_final_message, kwargs)
         results.append(to_origin_parts(runs))
     return results if batched else results[0]
 
 
-def _continued(chat: "ChatTemplate", messages: Any, runs: list, tools: Any, documents: Any,
+def continued(chat: "ChatTemplate", messages: Any, runs: list, tools: Any, documents: Any,
                continue_final_message: Union[bool, str], kwargs: dict) -> list:
     """The runs cut where `continue_final_message` cuts the text (a prefix of the whole render)."""
     text = chat.render(messages, tools, documents, continue_final_message=continue_final_message,
@@ -175,7 +175,7 @@ def assistant_spans(chat: "ChatTemplate", messages: Any, tools: Any = None, docu
     options = options if options is not None else MaskOptions()
     runs, normalised = render_runs(chat, messages, tools, documents, add_generation_prompt, **kwargs)
     if continue_final_message:
-        runs = _continued(chat, messages, runs, tools, documents, continue_final_message, kwargs)
+        runs = continued(chat, messages, runs, tools, documents, continue_final_message, kwargs)
     # each turn's header is what the generation prompt writes after the messages before it
     # (a turn of another role than the assistant's, masked on request: all its leading text)
     prompts = {i: generation_prompt(chat, normalised, i, tools, documents, **kwargs)

@@ -158,16 +158,17 @@ def to_origin_parts(runs: Iterable[Any]) -> list[OriginPart]:
     """Origin parts from an origin render's runs (evaluation/origins.py): neighbours that agree
     on everything a part shows are one part."""
     parts: list[OriginPart] = []
+    add, join = parts.append, "".join
     texts: list[str] = []
     current: Any = None
-    for run in runs:
-        line = run.statement.line if run.statement is not None else None
-        state = (run.source is not None, run.source, run.turn, run.prompt, line)
+    for text, source, turn, prompt, statement in runs:
+        state = (source is not None, source, turn, prompt,
+                 statement.line if statement is not None else None)
         if texts and state != current:
-            parts.append(OriginPart("".join(texts), *current))
+            add(_new(OriginPart, (join(texts), *current)))
             texts = []
         current = state
-        texts.append(run.text)
+        texts.append(text)
     if texts:
-        parts.append(OriginPart("".join(texts), *current))
+        add(_new(OriginPart, (join(texts), *current)))
     return parts
