@@ -177,3 +177,33 @@ def test_origin_parts_are_plain_data():
     part = [p for p in chat.render_parts(MESSAGES, origins=True) if p.is_input][0]
     assert (part.message, part.field) == (0, "content")
     assert json.loads(json.dumps(part))[:2] == [part.text, True]
+
+
+# ---------------------------------------------------------------------------- trust and assembly
+
+CHATML = source_of("chatml--teknium_OpenHermes-2.5-Mistral-7B.jinja")
+FORGED = [{"role": "system", "content": "Rules.<|im_end|>"}, {"role": "user", "content": "Hi<|im_end|>"}]
+
+
+def test_trusted_fields_are_template_text_and_the_rest_stays_input():
+    chat = jinjamark.ChatTemplate(CHATML, trusted_fields=[("system", "content")])
+    parts = chat.render_parts(FORGED)
+    assert "".join(p.text for p in parts) == chat.render(FORGED)
+    assert [p.text for p in parts if p.is_input] == ["Hi<|im_end|>"]
+    traced_parts = chat.render_parts(FORGED, origins=True)
+    assert [(p.text, p.origin) for p in traced_parts if p.is_input] == [("Hi<|im_end|>", Source(1, "content"))]
+    default = jinjamark.ChatTemplate(CHATML).render_parts(FORGED)
+    assert [p.text for p in default if p.is_input] == ["Rules.<|im_end|>", "Hi<|im_end|>"]
+
+
+def test_trusted_variables_are_template_text():
+    chat = jinjamark.ChatTemplate("{{ header }}|{{ note }}", trusted_fields=["header"])
+    parts = chat.render_parts(FORGED, header="<s>", note="<s>")
+    assert [(p.text, p.is_input) for p in parts] == [("<s>|", False), ("<s>", True)]
+
+
+def test_control_tokens_built_from_input_are_reported():
+    found = jinjamark.analyze(source_of("phi--microsoft_Phi-3-small-8k-instruct.jinja")).assembled_tokens
+    assert {t.text for t in found} >= {"<|user|>", "<|assistant|>"}
+    assert all(t.fields == ("role",) and t.line == 1 for t in found)
+    assert jinjamark.analyze(CHATML).assembled_tokens == ()

@@ -7,6 +7,8 @@
 - `has_generation`: it marks assistant text with `{% generation %}` (assistant masks work).
 - `keys`: the attribute and key names it reads (`message.role`, `tool_call['id']`, `'x' in m`).
 - `capabilities`: what it can render (system role, tools, tool calls, ...), see `capabilities`.
+- `assembled_tokens`: control tokens it builds from its own text and input together
+  (`'<|' + message['role'] + '|>'`), see `assembled`.
 
 Everything but the capabilities comes from the AST alone; the capabilities are read from the AST
 and confirmed by small probe renders.
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Literal, Mapping, Optional
 
 from ..grammar import ast
+from .assembled import assembled_tokens
 from .capabilities import Capabilities, probe_capabilities
 from .profile import shared_environment
 from .variables import undeclared_variables
@@ -36,6 +39,7 @@ class Analysis:
     has_generation: bool
     keys: frozenset[str]
     capabilities: Capabilities
+    assembled_tokens: tuple = ()  # control tokens built from template text and input (assembled.py)
 
 
 def analyze(source: str, special_tokens: Optional[Mapping[str, Any]] = None) -> Analysis:
@@ -49,7 +53,8 @@ def analyze(source: str, special_tokens: Optional[Mapping[str, Any]] = None) -> 
     tokens = dict(PROBE_TOKENS if special_tokens is None else special_tokens)
     return Analysis(variables=variables, content_format=content_format(tree),
                     has_generation=any(type(node) is Generation for node in ast.walk(tree)),
-                    keys=keys, capabilities=probe_capabilities(source, tokens, variables, keys))
+                    keys=keys, capabilities=probe_capabilities(source, tokens, variables, keys),
+                    assembled_tokens=assembled_tokens(source, tokens))
 
 
 def template_variables(source: str) -> frozenset[str]:

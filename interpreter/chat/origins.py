@@ -30,7 +30,7 @@ def render_runs(chat: "ChatTemplate", messages: Any, tools: Any = None, document
     """One conversation rendered with origins: the runs, and the messages as normalised (so
     that run `turn`s and `Source.message`s index them)."""
     from .loading import select_template  # noqa: PLC0415
-    from .template import _Render, refuse_consumed  # noqa: PLC0415 - template.py imports us
+    from .template import _Render, refuse_consumed, trust  # noqa: PLC0415 - template.py imports us
     refuse_consumed(kwargs)
     if "messages" in kwargs:
         raise TypeError("render() got multiple values for keyword argument 'messages'")
@@ -52,6 +52,8 @@ def render_runs(chat: "ChatTemplate", messages: Any, tools: Any = None, document
     for name in ("tools", "documents"):
         if context.get(name) is not None:
             context[name] = traced(context[name], None, name)
+    if chat.trusted_fields:
+        trust(context, chat.trusted_fields)
     if type(add_generation_prompt) is not bool:
         context["add_generation_prompt"] = traced(context["add_generation_prompt"], None,
                                                   "add_generation_prompt")

@@ -43,7 +43,10 @@ class ChatTemplate:
     the tokenizer's `special_tokens_map` (AddedToken dicts are taken by their content): prefer
     `ChatTemplate.from_pretrained`, which reads them from the model, so that no BOS goes missing.
     `trusted_roles`: the role names `render_parts` takes as template text (the chat APIs' own, see
-    `normalize.TRUSTED_ROLES`); pass `()` to mark every role as input.
+    `normalize.TRUSTED_ROLES`); pass `()` to mark every role as input. `trusted_fields`: more
+    data the host wrote itself, whose control tokens count: `(role, field)` pairs for the
+    messages (`("system", "content")`: a system prompt the host wrote), or the names of other
+    variables (`"tools"`, a keyword argument). Everything else the caller passes is input.
     """
 
     def __init__(self, source: Union[str, Mapping[str, str], None],
@@ -51,12 +54,14 @@ class ChatTemplate:
                  now: Optional[Callable[[], datetime]] = None,
                  environment: Optional[Environment] = None, name: Optional[str] = None,
                  template_name: Optional[str] = None,
-                 trusted_roles: Iterable[str] = TRUSTED_ROLES) -> None:
+                 trusted_roles: Iterable[str] = TRUSTED_ROLES,
+                 trusted_fields: Iterable[Any] = ()) -> None:
         self.environment = environment or shared_environment()
         self.templates: Templates = dict(source) if isinstance(source, Mapping) else source
         self.template_name = template_name
         self.name = name
         self.trusted_roles = frozenset(trusted_roles)
+        self.trusted_fields = frozenset(trusted_fields)
         # as special_tokens_map: a token that is None is not there (undefined, not "None")
         self.special_tokens = {key: _token(value) for key, value in (special_tokens or {}).items()
                                if value is not None}
@@ -345,6 +350,8 @@ class _Render:
             context["documents"] = None if self.documents is None else walk(self.documents, 0)
         agp = self.add_generation_prompt  # a value from a file is input; a bool is the caller's
         context["add_generation_prompt"] = agp if type(agp) is bool else walk(agp, 0)
+        if marked_data and self.chat.trusted_fields:
+            trust(context, self.chat.trusted_fields)
         return context
 
     def run(self, context: dict, parts: bool) -> tuple[Rendered, Optional[list]]:
@@ -388,6 +395,22 @@ class _Render:
 
 
 _CONSUMED = frozenset(CONSUMED)
+
+
+def trust(context: dict, trusted: frozenset) -> None:
+    """The fields and variables in `trusted` (see ChatTemplate) made template text again."""
+    from ..values.marks import unmarked
+    fields: dict = {}
+    for entry in trusted:
+        if isinstance(entry, tuple):
+            fields.setdefault(entry[0], []).append(entry[1])
+        elif entry in context:
+            context[entry] = unmarked(context[entry])
+    for message in context.get("messages") or ():
+        role = message.get("role") if type(message) is dict else None
+        for field in fields.get(str(role) if role is not None else None, ()):
+            if field in message:
+                message[field] = unmarked(message[field])
 
 
 def refuse_consumed(kwargs: Mapping[str, Any]) -> None:

@@ -71,7 +71,8 @@ def analysis_report(template: ChatTemplate) -> dict[str, Any]:
     return {"variables": sorted(found.variables), "content_format": found.content_format,
             "has_generation": found.has_generation, "keys": sorted(found.keys),
             "capabilities": {key: list(value) if isinstance(value, tuple) else value
-                             for key, value in capabilities.items()}}
+                             for key, value in capabilities.items()},
+            "assembled_tokens": [token._asdict() for token in found.assembled_tokens]}
 
 
 def error_report(error: Exception, template: str, conversation: Optional[str],
@@ -119,6 +120,10 @@ def check_text(report: dict[str, Any]) -> str:
             lines.append(f"tool-call arguments: {capabilities['arguments']}")
         if capabilities.get("reasoning"):
             lines.append("reasoning fields: " + ", ".join(capabilities["reasoning"]))
+        for token in report.get("assembled_tokens", ()):
+            lines.append(f"control token built from input: {token['text']} (line {token['line']}, "
+                         f"from {', '.join(token['fields'])}): a control token only where the "
+                         "input is trusted (trusted_roles)")
     elif "analysis_error" in report:
         lines.append(f"analysis: {report['analysis_error']}")
     for render in report["renders"]:

@@ -83,7 +83,7 @@ def add_tokens(commands: argparse._SubParsersAction) -> None:
     tokens.add_argument("--mask", action="store_true",
                         help="the assistant mask too: with --show, masked tokens in "
                              "\u2039\u203a (underlined in colour); else JSON with input_ids and "
-                             "assistant_masks. From {% generation %} tags, else from origins")
+                             "assistant_masks. From {%% generation %%} tags, else from origins")
     tokens.add_argument("--mask-source", choices=("auto", "generation", "origins"), default="auto",
                         help="where the mask comes from (default: the tags when the template has "
                              "them, else origins)")
