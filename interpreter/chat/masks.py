@@ -7,7 +7,8 @@ token offsets, and mark the same way, so the masks are equal wherever the spans 
 """
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional, Sequence
 
 Span = tuple[int, int]
 
@@ -31,20 +32,19 @@ def assistant_mask(offsets: Sequence[Span], spans: Sequence[Span]) -> list[int]:
 # (chat/origins.py). The convention is TRL's curated one (its `*_training.jinja` templates): for
 # each assistant turn, everything the template writes for it after the turn's header, through its
 # end-of-turn text (reasoning, content, tool calls, the closing token and what follows it in that
-# turn). The header is the text a generation prompt writes, as far as the turn writes it first:
+# turn). The header is the text the generation prompt writes after the messages before the turn,
+# as far as the turn writes it first:
 #
-# - it is template text (or the message's role), and the same characters as the generation
-#   prompt's at the same place;
-# - it ends where a statement that writes the message's own data (its content, reasoning, tool
-#   calls) starts, once it holds anything: `'<|im_start|>assistant'` then `'\n' + content` keep
-#   that `\n` in the mask, as TRL's Qwen2.5 template does; `'<|im_start|>' + role + '\n' + content`
-#   in one statement keeps the header out, as far as the generation prompt goes.
+# - it is template text (or the message's role), the same characters as the prompt's there;
+# - it is made of whole statements: `'<|im_start|>assistant'` then `'\n' + content` keeps that
+#   `\n` in the mask, as TRL's Qwen2.5 template does; only when the turn's first statement already
+#   writes content (`'<|im_start|>' + role + '\n' + content`) is the header the characters of that
+#   statement the prompt shares.
 #
+# The template text a template writes after its loop closes the last turn (an end-of-sequence
+# token). A turn of another role, masked on request, loses all its leading template text.
 # Option `prompt_text=False` leaves out all the generation prompt writes, as far as the turn
 # writes the same (`<think>\n\n</think>\n\n` on hybrid reasoning templates), statements or not.
-
-from dataclasses import dataclass
-from typing import Any, Iterable, Optional
 
 REASONING = ("reasoning_content", "thinking", "reasoning")
 GENERATED = ("content", "tool_calls") + REASONING  # the fields a model writes

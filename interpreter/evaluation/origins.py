@@ -287,7 +287,7 @@ def resolve(pieces: list) -> list[Run]:
         if isinstance(piece, Marker) or not piece:
             continue
         spans = getattr(piece, "spans", None)
-        text, pos = str.__str__(piece), 0
+        text = str.__str__(piece)
         for run_source, start, end in _runs_of(text, spans, UNKNOWN):
             if texts and (moved or source is not run_source and source != run_source):
                 add(new(Run, (join(texts), source, *state)))
