@@ -28,8 +28,7 @@ from .values import sandbox
 from .evaluation import tracking
 from .builtins.tests import TESTS as _TESTS
 from .limits import DEFAULT_LIMITS, Limits
-from .evaluation.output import Part, to_origin_parts, to_parts
-from .evaluation.origins import render as traced_render, traced_tree
+from .evaluation.output import Part, to_parts
 from .evaluation.scope import Scope, declarations
 from .values.runtime import TemplateModule
 from .values.undefined import Undefined
@@ -360,13 +359,15 @@ class Template:
         loop over `messages` was writing for (evaluation/origins.py). `origins` is this method's
         own parameter, never a template variable."""
         if origins:
-            return to_origin_parts(traced_render(self, dict(*args, **kwargs)))
+            from .evaluation.origins import render, to_origin_parts  # only for origins: not at import
+            return to_origin_parts(render(self, dict(*args, **kwargs)))
         return to_parts(self._render(dict(*args, **kwargs)))
 
     @functools.cached_property
     def origin_variant(self) -> "Template":
         """This template with the marker nodes an origin render needs (evaluation/origins.py),
         compiled when first asked for."""
+        from .evaluation.origins import traced_tree
         return Template.from_ast(self.environment, traced_tree(self.tree), self.source, self.name,
                                  self.own_globals)
 

@@ -19,7 +19,7 @@ from typing import Any, Optional, Union
 
 from .chat.encoding import InputRuns, encode_runs
 from .chat.loading import select_template, special_tokens_of_tokenizer, templates_of_tokenizer
-from .chat.masks import assistant_mask, has_generation_tags
+from .chat.masks import assistant_mask, check_mask_source, from_origins
 from .chat.origins import masked_render
 from .chat.spans import message_spans
 from .chat.normalize import split_batch
@@ -64,10 +64,9 @@ def apply_chat_template(tokenizer: Any, conversation: Any, tools: Optional[list]
     """
     polyfill = kwargs.pop("polyfill", False)
     mask_source = kwargs.pop("assistant_mask_source", "auto")
+    check_mask_source(mask_source)
     mask_options = kwargs.pop("assistant_mask_options", None)
     message_spans = kwargs.pop("return_message_spans", False)
-    if mask_source not in MASK_SOURCES:
-        raise ValueError(f"assistant_mask_source must be one of {MASK_SOURCES}, not {mask_source!r}")
     if not tokenize:
         return_dict = False
     if return_assistant_tokens_mask and not (return_dict and tokenize):
@@ -82,7 +81,7 @@ def apply_chat_template(tokenizer: Any, conversation: Any, tools: Optional[list]
     if sanitize_control_tokens and (not tokenize or return_assistant_tokens_mask):
         raise ValueError(SANITIZE_NEEDS)
     chat = ChatTemplate(source, special_tokens=special_tokens_of_tokenizer(tokenizer))
-    if return_assistant_tokens_mask and tokenize and _from_origins(chat, mask_source):
+    if return_assistant_tokens_mask and tokenize and from_origins(chat.template, mask_source):
         if polyfill is not False:
             raise TypeError("assistant masks from origins do not combine with polyfill= yet")
         rendered = [masked_render(chat, messages, tools, documents, add_generation_prompt,
@@ -118,15 +117,6 @@ def _message_spans(chat: ChatTemplate, messages: Any, encoded: Any, tools: Any, 
     if continue_final_message:
         runs = continued(chat, messages, runs, tools, documents, continue_final_message, kwargs)
     return [span._asdict() for span in message_spans(runs, encoded.offsets)]
-
-
-MASK_SOURCES = ("auto", "generation", "origins")
-
-
-def _from_origins(chat: ChatTemplate, mask_source: str) -> bool:
-    """Whether the assistant masks come from origins: asked for, or (`auto`) for a template
-    without `{% generation %}` tags, where transformers' masks are all zeros."""
-    return mask_source == "origins" or (mask_source == "auto" and not has_generation_tags(chat.template))
 
 
 def _chat_template(tokenizer: Any, chat_template: Optional[str], tools: Any) -> str:

@@ -8,7 +8,7 @@ import pytest
 
 import jinjamark
 from jinjamark import marks, mark_input
-from jinjamark.values.origins import Several, Source
+from jinjamark.values.sources import Several, Source
 from jinjamark.values.sourced import traced
 from conftest import fixture, source_of
 

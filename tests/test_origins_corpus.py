@@ -186,6 +186,18 @@ def field_of(source) -> str:
     return source.field.split(".", 1)[0].split("[", 1)[0]
 
 
+def sources_of(origin) -> tuple:
+    """The message sources of an input origin (one, or each of a `Several`)."""
+    if origin is None:
+        return ()
+    return tuple(s for s in getattr(origin, "sources", None) or (origin,) if s.message is not None)
+
+
+def generated(source, messages) -> bool:
+    """Whether `source` is a field an assistant message's model wrote (content, reasoning, calls)."""
+    return messages[source.message]["role"] == "assistant" and field_of(source) in GENERATED
+
+
 def check_masks(chat, messages) -> str:
     """The properties of one conversation's mask: what it checked ('skip' when the template
     refuses the conversation)."""
@@ -197,9 +209,7 @@ def check_masks(chat, messages) -> str:
         runs, spans = assistant_spans(chat, messages)
     except EmptyMaskError:  # then no assistant content reaches the output at all
         runs, _ = render_runs(chat, messages)
-        assert not any(r.source is not None and r.source.message is not None and
-                       messages[r.source.message]["role"] == "assistant" and field_of(r.source) in GENERATED
-                       for r in runs if hasattr(r.source, "message") and not hasattr(r.source, "sources"))
+        assert not any(generated(s, messages) for r in runs for s in sources_of(r.source))
         return "empty"
     size = sum(len(r.text) for r in runs)
     mask = bytearray(size)
@@ -208,11 +218,10 @@ def check_masks(chat, messages) -> str:
     pos = 0
     for run in runs:
         end = pos + len(run.text)
-        for source in (getattr(run.source, "sources", None) or (run.source,)) if run.source else ():
-            if source.message is None:
-                continue
+        sources = sources_of(run.source)
+        for source in sources:
             role = messages[source.message]["role"]
-            if role == "assistant" and field_of(source) in GENERATED and len(getattr(run.source, "sources", ())) < 2:
+            if len(sources) == 1 and generated(source, messages):
                 assert all(mask[pos:end]), ("assistant content not masked", run)
             if role != "assistant":
                 assert not any(mask[pos:end]), ("masked the data of a " + role, run)

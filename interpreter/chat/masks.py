@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Sequence
 
+from .normalize import REASONING_FIELDS
+
 Span = tuple[int, int]
 
 
@@ -46,8 +48,9 @@ def assistant_mask(offsets: Sequence[Span], spans: Sequence[Span]) -> list[int]:
 # Option `prompt_text=False` leaves out all the generation prompt writes, as far as the turn
 # writes the same (`<think>\n\n</think>\n\n` on hybrid reasoning templates), statements or not.
 
-REASONING = ("reasoning_content", "thinking", "reasoning")
+REASONING = REASONING_FIELDS
 GENERATED = ("content", "tool_calls") + REASONING  # the fields a model writes
+MASK_SOURCES = ("auto", "generation", "origins")  # where a mask comes from (`assistant_mask_source`)
 
 
 class EmptyMaskError(ValueError):
@@ -198,6 +201,19 @@ def has_assistant_content(messages: Iterable[Any], options: MaskOptions = MaskOp
     """Whether a masked message carries content, reasoning or tool calls."""
     return any(options.masked(i, m) and any(m.get(f) for f in GENERATED)
                for i, m in enumerate(messages) if isinstance(m, dict))
+
+
+def from_origins(template: Any, source: str) -> bool:
+    """Whether a template's masks come from origins for `assistant_mask_source=source`: asked
+    for, or (`auto`) on a template without `{% generation %}` tags, where transformers' masks
+    are all zeros. A source not in MASK_SOURCES is a ValueError."""
+    check_mask_source(source)
+    return source == "origins" or (source == "auto" and not has_generation_tags(template))
+
+
+def check_mask_source(source: str) -> None:
+    if source not in MASK_SOURCES:
+        raise ValueError(f"assistant_mask_source must be one of {MASK_SOURCES}, not {source!r}")
 
 
 def has_generation_tags(template: Any) -> bool:

@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ..evaluation import origins as engine
-from ..evaluation.output import OriginPart, to_origin_parts
-from ..values.marks import Mixed
-from ..values.origins import Source
+from ..evaluation.origins import OriginPart, to_origin_parts
+from ..values.marks import mark
+from ..values.sources import Source
 from ..values.sourced import traced
 from .normalize import REASONING_FIELDS, check_documents, check_tools, normalize_messages, plain, split_batch
 
@@ -74,11 +74,11 @@ def _message(message: Any, given: Any, index: int, trusted_roles: frozenset) -> 
     role = message.get("role")
     if type(role) is str and role in trusted_roles:
         marked["role"] = role
-    source = next((key for key in REASONING_FIELDS if isinstance(given, dict) and key in given), None)
-    if source is not None:
-        for key in REASONING_FIELDS:
-            if key in marked and key != source and not (isinstance(given, dict) and key in given):
-                marked[key] = marked[source]
+    given_keys = given.keys() if isinstance(given, dict) else ()
+    source = next((key for key in REASONING_FIELDS if key in given_keys), None)
+    for key in REASONING_FIELDS if source is not None else ():
+        if key in marked and key not in given_keys:  # a copy transformers made
+            marked[key] = marked[source]
     return marked
 
 
@@ -92,14 +92,9 @@ def _flat(message: Any, index: int, trusted_roles: frozenset) -> Optional[dict]:
     for key, value in message.items():
         if type(key) is not str or type(value) is not str or not key.isidentifier():
             return None
-        name = Mixed(key)
-        name.spans = ((0, len(key), new(Source, (index, key, True))),)
-        if not value or (key == "role" and value in trusted_roles):
-            out[name] = value
-            continue
-        text = Mixed(value)
-        text.spans = ((0, len(value), new(Source, (index, key, False))),)
-        out[name] = text
+        name = mark(key, new(Source, (index, key, True)))
+        trusted = key == "role" and value in trusted_roles
+        out[name] = value if trusted else mark(value, new(Source, (index, key, False)))
     return out
 
 
@@ -147,13 +142,12 @@ def generation_prompt(chat: "ChatTemplate", messages: list, before: int, tools: 
     """The text the template's generation prompt writes after `messages[:before]` (when that
     prefix is empty, after the whole conversation); '' when it writes none, or the prefix
     cannot be rendered."""
-    for prefix in (messages[:before],) if before else (messages,):
-        try:
-            runs, _ = render_runs(chat, prefix, tools, documents, True, **kwargs)
-        except Exception:  # noqa: BLE001 - a template may refuse a prefix; the next is tried
-            continue
-        return "".join(run.text for run in runs[trailing(runs):])
-    return ""
+    try:
+        runs, _ = render_runs(chat, messages[:before] if before else messages, tools, documents,
+                              True, **kwargs)
+    except Exception:  # noqa: BLE001 - a template may refuse the prefix: no prompt then
+        return ""
+    return "".join(run.text for run in runs[trailing(runs):])
 
 
 def trailing(runs: list) -> int:
@@ -198,12 +192,10 @@ def masked_render(chat: "ChatTemplate", messages: Any, tools: Any = None, docume
     """One conversation as (parts, spans of its assistant turns): from the `{% generation %}`
     tags (`source="generation"`, or `"auto"` on a template that has them), else from origins."""
     from ..evaluation.output import Part  # noqa: PLC0415
-    from .masks import MaskOptions, has_generation_tags  # noqa: PLC0415
+    from .masks import MaskOptions, from_origins  # noqa: PLC0415
     from .loading import select_template  # noqa: PLC0415
-    if source not in ("auto", "generation", "origins"):
-        raise ValueError(f"assistant_mask_source must be 'auto', 'generation' or 'origins', not {source!r}")
-    template = chat.compiled(select_template(chat.templates, chat.template_name, tools))
-    if source == "generation" or (source == "auto" and has_generation_tags(template)):
+    if not from_origins(chat.compiled(select_template(chat.templates, chat.template_name, tools)),
+                        source):
         (parts, spans), = chat.render_batch([messages], tools=tools, documents=documents,
                                             add_generation_prompt=add_generation_prompt,
                                             continue_final_message=continue_final_message,

@@ -12,7 +12,7 @@ import json
 import os
 import sys
 from importlib import resources
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ..chat import ChatTemplate, chat_environment
 from ..errors import TemplateError
@@ -186,10 +186,14 @@ def parse_var(item: str) -> tuple[str, Any]:
 def render_chat(template: ChatTemplate, messages: Any, options: dict, parts: bool) -> Any:
     """Render, with the conversation's own mistakes (an empty one, a message that is not an
     object, no default template for it) reported as a wrong input file."""
+    return as_input_errors(template.render_parts if parts else template.render, messages, **options)
+
+
+def as_input_errors(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`call(*args, **kwargs)`, a ValueError or TypeError of the data a UsageError (a template's
+    own errors pass as they are)."""
     try:
-        if parts:
-            return template.render_parts(messages, **options)
-        return template.render(messages, **options)
+        return call(*args, **kwargs)
     except TemplateError:
         raise
     except (ValueError, TypeError) as error:

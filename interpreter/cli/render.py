@@ -9,13 +9,13 @@ import sys
 from contextlib import nullcontext
 from typing import Callable, Optional, Sequence
 
-from .inputs import (STDIN, UsageError, add_input_options, chat_arguments, demo_files,
-                     load_conversation, load_template, refuse_two_stdins, render_chat)
+from .inputs import (STDIN, UsageError, add_input_options, as_input_errors, chat_arguments,
+                     demo_files, load_conversation, load_template, refuse_two_stdins, render_chat)
 from .show import (CLOSE, INPUT_STYLE, LEGEND_STYLE, OPEN, is_terminal, on_terminal, show_parts,
                    wants_color)
 from .origins import (MASK_CLOSE, MASK_OPEN, MASK_STYLE, masked_pieces, origins_json, show_origins,
                       write_mask_legend)
-from ..chat.masks import assistant_mask
+from ..chat.masks import MASK_SOURCES, assistant_mask
 from ..errors import TemplateError
 from ..evaluation.output import Part
 from ..tracing import Step, tracing
@@ -84,7 +84,7 @@ def add_tokens(commands: argparse._SubParsersAction) -> None:
                         help="the assistant mask too: with --show, masked tokens in "
                              "\u2039\u203a (underlined in colour); else JSON with input_ids and "
                              "assistant_masks. From {%% generation %%} tags, else from origins")
-    tokens.add_argument("--mask-source", choices=("auto", "generation", "origins"), default="auto",
+    tokens.add_argument("--mask-source", choices=MASK_SOURCES, default="auto",
                         help="where the mask comes from (default: the tags when the template has "
                              "them, else origins)")
     tokens.add_argument("--show", action="store_true",
@@ -162,7 +162,9 @@ def tokens_command(args: argparse.Namespace) -> int:
     template = load_template(args, args.template)
     spans = None
     if args.mask:
-        parts, spans = masked_parts(template, messages, options, args.mask_source)
+        from ..chat.origins import masked_render
+        parts, spans = as_input_errors(masked_render, template, messages, source=args.mask_source,
+                                       **options)
     else:
         parts = render_chat(template, messages, options, parts=True)
     control = control_tokens(tokenizer, template.template)
@@ -188,17 +190,6 @@ def tokens_command(args: argparse.Namespace) -> int:
           f"(encoding the flat string would give {sum(i in controls for i in plain)})",
           file=sys.stderr)
     return 0
-
-
-def masked_parts(template, messages, options: dict, source: str) -> tuple[list, list]:
-    """The parts and assistant spans of `tokens --mask`, a wrong input reported as such."""
-    from ..chat.origins import masked_render
-    try:
-        return masked_render(template, messages, source=source, **options)
-    except TemplateError:
-        raise
-    except (ValueError, TypeError) as error:
-        raise UsageError(str(error)) from None
 
 
 def token_pieces(parts: Sequence[Part], ids: list[int], offsets: Optional[list],

@@ -10,8 +10,8 @@ none to carry, so it is attributed by the render's state, never by searching the
   loop variable is at the turn of `seq[i]`. When the loop ends, the turn is what it was before.
 - **generation prompt**: the text written inside an `if` (or by a `{{ }}`) whose test reads
   `add_generation_prompt`, in a render where that variable is true.
-- **statement**: the `{{ }}` or text node that wrote it (its line is shown; masks ask whether a
-  statement also wrote the message's own data).
+- **statement**: the `{{ }}` or text node that wrote it (its line is shown; a mask's header is
+  made of whole statements, chat/masks.py).
 
 The template is rewritten once (a copy of its tree with zero-width marker statements before its
 text and `{{ }}` and around its loops and generation-prompt tests) and rendered on the ordinary
@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import dataclasses
 from contextvars import ContextVar
-from typing import Any, NamedTuple, Optional
+from typing import Any, Iterable, NamedTuple, Optional
 
 from ..grammar import ast, records
+from ..values.origins import TRACING, label
+from ..values.sources import UNKNOWN
 from .compiling.core import compiles
 from .evaluator import Evaluator
 from .tracking import Marker
-
-
 
 records.MODULES.add(__name__)
 
@@ -62,6 +62,15 @@ OUTSIDE = TurnMarker(None)
 _TURNS: list[TurnMarker] = []
 
 
+def turn_marker(turn: Optional[int]) -> TurnMarker:
+    """The marker of `turn`: markers are immutable, one per turn number for every render."""
+    if turn is None:
+        return OUTSIDE
+    if turn >= len(_TURNS):
+        _TURNS.extend(TurnMarker(i) for i in range(len(_TURNS), turn + 1))
+    return _TURNS[turn]
+
+
 class Recorder:
     """What one origin render knows: the conversation's messages by identity, whether
     add_generation_prompt is true, and the turn the render is at."""
@@ -72,14 +81,6 @@ class Recorder:
         self.messages = {id(m): i for i, m in enumerate(messages)} if isinstance(messages, list) else {}
         self.prompting = prompting
         self.turn: Optional[int] = None
-
-    def turn_marker(self, turn: Optional[int]) -> TurnMarker:
-        if turn is None:
-            return OUTSIDE
-        if turn >= len(_TURNS):  # markers are immutable: one per turn number, for every render
-            _TURNS.extend(TurnMarker(i) for i in range(len(_TURNS), turn + 1))
-        return _TURNS[turn]
-
 
 
 _RECORDER: ContextVar[Optional[Recorder]] = ContextVar("jinjamark_origin_recorder", default=None)
@@ -131,7 +132,7 @@ def _compile_loop_turns(node: LoopTurns) -> Any:
         finally:
             if recorder.turn != before:
                 recorder.turn = before
-                ev.out.append(recorder.turn_marker(before))
+                ev.out.append(turn_marker(before))
     return loop_turns
 
 
@@ -151,7 +152,7 @@ def _compile_enter_item(node: EnterItem) -> Any:
         turn = recorder.messages.get(id(item))
         if turn is not None and type(item) is dict and turn != recorder.turn:
             recorder.turn = turn
-            ev.out.append(recorder.turn_marker(turn))
+            ev.out.append(turn_marker(turn))
     return enter_item
 
 
@@ -169,14 +170,6 @@ def _compile_generation_prompt(node: GenerationPrompt) -> Any:
         finally:
             ev.out.append(PROMPT_END)
     return generation_prompt
-
-
-def start_recording(recorder: Recorder) -> Any:
-    return _RECORDER.set(recorder)
-
-
-def stop_recording(token: Any) -> None:
-    _RECORDER.reset(token)
 
 
 # ---------------------------------------------------------------------------- the rewrite
@@ -252,7 +245,6 @@ class Run(NamedTuple):
 def resolve(pieces: list) -> list[Run]:
     """The runs of an origin render's output pieces, in order (markers resolved, neighbours of
     the same origin and statement merged). One pass, inline: it runs over every piece written."""
-    from ..values.origins import UNKNOWN  # noqa: PLC0415 - values below evaluation
     runs: list[Run] = []
     add, join, new = runs.append, "".join, tuple.__new__
     texts: list[str] = []  # the texts of the run being gathered ...
@@ -288,7 +280,7 @@ def resolve(pieces: list) -> list[Run]:
             continue
         spans = getattr(piece, "spans", None)
         text = str.__str__(piece)
-        for run_source, start, end in _runs_of(text, spans, UNKNOWN):
+        for run_source, start, end in _runs_of(text, spans):
             if texts and (moved or source is not run_source and source != run_source):
                 add(new(Run, (join(texts), source, *state)))
                 texts = []
@@ -300,7 +292,7 @@ def resolve(pieces: list) -> list[Run]:
     return _statement_turns(runs)
 
 
-def _runs_of(text: str, spans: Any, unknown: Any) -> list[tuple]:
+def _runs_of(text: str, spans: Any) -> list[tuple]:
     """(origin, start, end) of each stretch of a marked piece: None for template text."""
     if not spans:
         return [(None, 0, len(text))] if text else []
@@ -308,7 +300,7 @@ def _runs_of(text: str, spans: Any, unknown: Any) -> list[tuple]:
     for span in spans:
         if span[0] > pos:
             out.append((None, pos, span[0]))
-        out.append((span[2] if len(span) > 2 else unknown, span[0], span[1]))
+        out.append((label(span) or UNKNOWN, span[0], span[1]))
         pos = span[1]
     if pos < len(text):
         out.append((None, pos, len(text)))
@@ -339,21 +331,70 @@ def _attributed(group: list[Run]) -> list[Run]:
     the message whose data follows it (the last one's after it): a conversation gathered in a
     namespace and printed once (`{{ ns.out }}`) is split back into its turns."""
     owners = [_message_of(run.source) for run in group]
-    if not any(owner is not None for owner in owners):
+    following = next((owner for owner in reversed(owners) if owner is not None), None)
+    if following is None:
         return group
-    out, following = [], None
+    out = []
     for run, owner in zip(reversed(group), reversed(owners)):
-        if owner is not None:
-            following = owner
-        out.append(run._replace(turn=owner if owner is not None else following))
-    last = next(owner for owner in reversed(owners) if owner is not None)
-    out = [run if run.turn is not None else run._replace(turn=last) for run in out]
+        following = owner if owner is not None else following
+        out.append(run._replace(turn=following))
     return out[::-1]
 
 
 def _message_of(source: Any) -> Optional[int]:
     """The one message input came from, or None (template text, data of no or several messages)."""
     return getattr(source, "message", None) if source is not None else None
+
+
+# ---------------------------------------------------------------------------- parts
+
+class OriginPart(NamedTuple):
+    """A run of output characters with one origin (`render_parts(origins=True)`).
+
+    `origin`: for input, where it came from (a `Source`: message index and field path, or
+    `Several` when computed from more than one); for template text, None. `turn`: the message
+    the render was writing for (the message a loop over the conversation was at; None outside
+    any turn); `generation_prompt`: written by the generation prompt; `line`: the template line
+    of the statement that wrote it."""
+    text: str
+    is_input: bool
+    origin: Any
+    turn: Optional[int]
+    generation_prompt: bool
+    line: Optional[int]
+
+    @property
+    def message(self) -> Optional[int]:
+        """The message these characters belong to: the one input came from, else the turn."""
+        if self.origin is not None and self.origin.message is not None:
+            return self.origin.message
+        return self.turn
+
+    @property
+    def field(self) -> Optional[str]:
+        """The field input came from (`content`, `tool_calls[0].function.arguments`), or None."""
+        return None if self.origin is None else self.origin.field
+
+
+def to_origin_parts(runs: Iterable[Any]) -> list[OriginPart]:
+    """Origin parts from an origin render's runs (evaluation/origins.py): neighbours that agree
+    on everything a part shows are one part."""
+    parts: list[OriginPart] = []
+    add, join = parts.append, "".join
+    texts: list[str] = []
+    current: Any = None
+    for text, source, turn, prompt, statement in runs:
+        state = (source is not None, source, turn, prompt,
+                 statement.line if statement is not None else None)
+        if texts and state != current:
+            add(tuple.__new__(OriginPart, (join(texts), *current)))
+            texts = []
+        current = state
+        texts.append(text)
+    if texts:
+        add(tuple.__new__(OriginPart, (join(texts), *current)))
+    return parts
+
 
 
 # ---------------------------------------------------------------------------- rendering
@@ -363,19 +404,17 @@ def render(template: Any, context: dict, overlay: Optional[dict] = None,
     """Render `template` (a Template) recording origins: its runs. `messages`: the list whose
     dicts are the conversation's turns (default: the context's `messages`); `prompting`: whether
     add_generation_prompt is true (default: the context's, as a template tests it)."""
-    from ..values.origins import TRACING  # noqa: PLC0415 - values below evaluation
     if messages is None:
         messages = context.get("messages")
     if prompting is None:
         prompting = bool(context.get("add_generation_prompt"))
     variant = template.origin_variant
-    recorder = Recorder(messages, prompting)
-    token, tracing = start_recording(recorder), TRACING.set(True)
+    token, tracing = _RECORDER.set(Recorder(messages, prompting)), TRACING.set(True)
     try:
         ev = Evaluator(variant.environment, variant.environment.handlers, variant.name,
                        variant.source, variant.memo)
         pieces = variant._start(ev, context, overlay)
     finally:
         TRACING.reset(tracing)
-        stop_recording(token)
+        _RECORDER.reset(token)
     return resolve(pieces)

@@ -1,7 +1,7 @@
 """Rendered output: a list of string pieces, some marked, turned into text or into parts."""
 from __future__ import annotations
 
-from typing import Any, Iterable, NamedTuple, Optional
+from typing import Iterable, NamedTuple
 
 from ..values.markup import SafeMixed
 from ..values.marks import Input, Mixed
@@ -125,50 +125,3 @@ def _input_part(text: str) -> Part:
 _join = "".join
 _new = tuple.__new__  # makes a Part without the Python-level __new__ of a named tuple
 
-
-class OriginPart(NamedTuple):
-    """A run of output characters with one origin (`render_parts(origins=True)`).
-
-    `origin`: for input, where it came from (a `Source`: message index and field path, or
-    `Several` when computed from more than one); for template text, None. `turn`: the message
-    the render was writing for (the message a loop over the conversation was at; None outside
-    any turn); `generation_prompt`: written by the generation prompt; `line`: the template line
-    of the statement that wrote it."""
-    text: str
-    is_input: bool
-    origin: Any
-    turn: Optional[int]
-    generation_prompt: bool
-    line: Optional[int]
-
-    @property
-    def message(self) -> Optional[int]:
-        """The message these characters belong to: the one input came from, else the turn."""
-        if self.origin is not None and self.origin.message is not None:
-            return self.origin.message
-        return self.turn
-
-    @property
-    def field(self) -> Optional[str]:
-        """The field input came from (`content`, `tool_calls[0].function.arguments`), or None."""
-        return None if self.origin is None else self.origin.field
-
-
-def to_origin_parts(runs: Iterable[Any]) -> list[OriginPart]:
-    """Origin parts from an origin render's runs (evaluation/origins.py): neighbours that agree
-    on everything a part shows are one part."""
-    parts: list[OriginPart] = []
-    add, join = parts.append, "".join
-    texts: list[str] = []
-    current: Any = None
-    for text, source, turn, prompt, statement in runs:
-        state = (source is not None, source, turn, prompt,
-                 statement.line if statement is not None else None)
-        if texts and state != current:
-            add(_new(OriginPart, (join(texts), *current)))
-            texts = []
-        current = state
-        texts.append(text)
-    if texts:
-        add(_new(OriginPart, (join(texts), *current)))
-    return parts

@@ -14,7 +14,7 @@ import re
 from json import encoder as _std
 from typing import Any
 
-from .marks import Input, Marked, concat, has_input, make, mark, merge, plain, shifted, spans_of, taint
+from .marks import Input, Marked, concat, has_input, make, mark, merge, plain, shifted_all, spans_of, taint
 from .. import metering
 from ..limits import check_printable
 from .numbers import is_input_number
@@ -91,7 +91,7 @@ def _located(value: Any, text: str, skipkeys: bool = False, ensure_ascii: bool =
                 literal = _encode_marked(token, base)
                 if len(literal) != end - at + 2:
                     raise ValueError("a string is not where the encoder wrote it")
-                spans.extend(shifted(span, at - 1) for span in spans_of(literal))
+                spans.extend(shifted_all(spans_of(literal), at - 1))
         else:
             digits = float.__repr__(token) if isinstance(token, float) else int.__repr__(token)
             at = text.index(digits, pos)
@@ -117,7 +117,7 @@ def _searched(tokens: list, text: str, base: Any) -> str:
         if type(token) is Input:  # all of it input: everything between the quotes
             spans.append((at + 1, pos - 1))
         elif isinstance(token, Marked):
-            spans.extend(shifted(span, at) for span in spans_of(_encode_marked(token, base)))
+            spans.extend(shifted_all(spans_of(_encode_marked(token, base)), at))
         elif is_input_number(token):
             spans.append(_number_span(token, at, pos))
     return make(text, merge(spans))

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 from ..limits import check_size
 from .numbers import InputBytes, InputFloat, InputInt, as_input
-from .origins import TRACING, origins_in
+from .origins import TRACING, label
 from .undefined import Undefined
 
 Spans = tuple  # tuple[tuple[int, int], ...]
@@ -303,7 +303,7 @@ def flags_of(s: str) -> list[Any]:
     flags: list[Any] = [False] * len(s)
     for span in spans_of(s):
         a, b = span[0], span[1]
-        flags[a:b] = [span[2] if len(span) > 2 else True] * (b - a)
+        flags[a:b] = [label(span) or True] * (b - a)
     return flags
 
 
@@ -316,7 +316,7 @@ def merge(spans: Iterable[tuple[int, int]]) -> Spans:
         a, b = span[0], span[1]
         if a >= b:
             continue
-        origin = span[2] if len(span) > 2 else None
+        origin = label(span)
         if out and a <= out[-1][1] and out[-1][2] == origin:
             out[-1][1] = max(out[-1][1], b)
         else:
@@ -415,7 +415,7 @@ def concat(pieces: Iterable[str]) -> str:
                 else:
                     spans.append((a, b + offset))
                 if len(own) > 1:
-                    spans.extend([shifted(span, offset) for span in own[1:]])
+                    spans.extend(shifted_all(own[1:], offset))
         offset += n
     return make(text, tuple(spans)) if spans else text
 
@@ -428,6 +428,15 @@ def shifted(span: tuple, n: int) -> tuple:
     return (span[0] + n, span[1] + n) if len(span) == 2 else (span[0] + n, span[1] + n, span[2])
 
 
+def shifted_all(spans: Spans, n: int) -> list:
+    """`spans` moved `n` characters on: flag-only spans (every render but an origin render) in
+    one comprehension, as before origins; spans with origins one by one."""
+    try:
+        return [(a + n, b + n) for a, b in spans]
+    except ValueError:  # a span with an origin (three items) among them
+        return [shifted(span, n) for span in spans]
+
+
 def _append_shifted(spans: list, own: Spans, offset: int) -> None:
     """Append `own`, moved by `offset`, to `spans`; the first joins the last run of `spans`
     when they touch and came from the same origin (or both only flag input)."""
@@ -437,9 +446,9 @@ def _append_shifted(spans: list, own: Spans, offset: int) -> None:
         if first[0] + offset <= last[1] and len(first) == len(last) and (len(first) == 2
                                                                          or first[2] == last[2]):
             spans[-1] = (last[0], first[1] + offset) + tuple(first[2:])
-            spans.extend([shifted(span, offset) for span in own[1:]])
+            spans.extend(shifted_all(own[1:], offset))
             return
-    spans.extend([shifted(span, offset) for span in own])
+    spans.extend(shifted_all(own, offset))
 
 
 def concat2(a: str, b: str) -> str:
@@ -478,20 +487,20 @@ def concat2(a: str, b: str) -> str:
     if not ma:
         if tb is Input:
             return make(text, ((n, len(text)),)) if b else text
-        return make(text, tuple([shifted(span, n) for span in b.spans]))
+        return make(text, tuple(shifted_all(b.spans, n)))
     if not mb:
         return make(text, a.spans)
     first, second = a.spans, b.spans
     if not first or not second:  # an empty Input
-        return make(text, first or tuple([shifted(span, n) for span in second]))
+        return make(text, first or tuple(shifted_all(second, n)))
     if len(first[-1]) > 2 or len(second[0]) > 2:  # spans with origins
         spans = list(first)
         _append_shifted(spans, second, n)
         return make(text, tuple(spans))
     if first[-1][1] == n and second[0][0] == 0:  # the two input runs touch: one span
         joined = first[:-1] + ((first[-1][0], second[0][1] + n),)
-        return make(text, joined + tuple([shifted(span, n) for span in second[1:]]))
-    return make(text, first + tuple([shifted(span, n) for span in second]))
+        return make(text, joined + tuple(shifted_all(second[1:], n)))
+    return make(text, first + tuple(shifted_all(second, n)))
 
 
 def _input_then_plain(text: str, n: int) -> str:
@@ -686,7 +695,10 @@ def taint(result: Any, *sources: Any) -> Any:
     of their origins, in a render that traces them)."""
     if not any(has_input(s) for s in sources):
         return result
-    return mark_all(result, origins_in(sources) if TRACING.get() else None)
+    if not TRACING.get():
+        return mark_all(result)
+    from .sources import origins_in  # noqa: PLC0415 - loaded by the origin render
+    return mark_all(result, origins_in(sources))
 
 
 def mark_all(value: Any, origin: Any = None) -> Any:
@@ -740,7 +752,7 @@ def escape_chars(s: str, table: dict[str, str]) -> str:
             pieces.append(sub(s, start, i))
             escaped = table[ch]
             flag = flags[i]
-            pieces.append((mark(escaped) if flag is True else mark(escaped, flag)) if flag else escaped)
+            pieces.append(mark(escaped, None if flag is True else flag) if flag else escaped)
             start = i + 1
     pieces.append(sub(s, start, len(raw)))
     return concat(pieces)

@@ -16,10 +16,7 @@ def _carry(op: str, base: type):
         result = method(self, *args)
         if result is NotImplemented:
             return result
-        number = as_input(result)
-        if self.__dict__:  # it has an origin (a render tracing them): so has the result
-            computed_from(number, (self, *args))
-        return number
+        return computed_from(as_input(result), (self, *args))  # its origin, in an origin render
     apply.__name__ = op
     return apply
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .marks import Marked, mark
+from .marks import mark
 from .numbers import InputFloat, InputInt
-from .origins import Source
+from .sources import Source
 
 MAX_DEPTH = 200
 
@@ -15,15 +15,10 @@ def traced(value: Any, message: Optional[int], path: str, _depth: int = 0) -> An
     """`value` (plain JSON-like data, or data `mark_input` marked) with each string, key and
     number marked as input from `Source(message, <its path under path>)`; containers copied.
     What holds no text (None, bools, undefined) is kept as it is."""
-    if isinstance(value, str):
-        text = str.__str__(value)
-        return mark(text, Source(message, path)) if text else text
+    if isinstance(value, (str, int, float)) and value is not True and value is not False:
+        return _leaf(value, Source(message, path))
     if value is None or value is True or value is False:
         return value
-    if isinstance(value, (int, float)):
-        number = InputFloat(value) if isinstance(value, float) else InputInt(value)
-        number.origin = Source(message, path)
-        return number
     if _depth > MAX_DEPTH:  # what marking refuses already; never reached by walked data
         return value
     d = _depth + 1
@@ -41,14 +36,18 @@ def traced(value: Any, message: Optional[int], path: str, _depth: int = 0) -> An
 
 
 def _key(key: Any, message: Optional[int], path: str) -> Any:
-    if isinstance(key, str):
-        text = str.__str__(key)
-        return mark(text, Source(message, path, key=True)) if text else text
-    if isinstance(key, (int, float)) and not isinstance(key, bool):
-        number = InputFloat(key) if isinstance(key, float) else InputInt(key)
-        number.origin = Source(message, path, key=True)
-        return number
+    if isinstance(key, (str, int, float)) and key is not True and key is not False:
+        return _leaf(key, Source(message, path, key=True))
     return key
+
+
+def _leaf(value: Any, source: Source) -> Any:
+    """A string or number (not a bool) marked as input from `source`."""
+    if isinstance(value, str):
+        return mark(str.__str__(value), source)  # '' stays ''
+    number = InputFloat(value) if isinstance(value, float) else InputInt(value)
+    number.origin = source
+    return number
 
 
 def child(path: str, key: Any) -> str:
@@ -56,4 +55,4 @@ def child(path: str, key: Any) -> str:
     name = str.__str__(key) if isinstance(key, str) else None
     if name is not None and name.isidentifier():
         return f"{path}.{name}" if path else name
-    return f"{path}[{key!r}]" if not isinstance(key, Marked) else f"{path}[{str.__str__(key)!r}]"
+    return f"{path}[{key!r}]"  # a marked key's repr is its text's
