@@ -326,3 +326,17 @@ def test_a_token_merged_across_two_messages_is_reported_not_given_to_one():
     runs = [Run("ab", None, 0, False, None), Run("cd", None, 1, False, None)]
     spans = message_spans(runs, [(0, 1), (1, 3), (3, 4)])  # the middle token holds 'b' and 'c'
     assert [(s.token_start, s.token_end, s.straddling) for s in spans] == [(0, 2, (1,)), (1, 3, (1,))]
+
+
+def test_template_variables_named_like_the_mask_helpers_parameters_reach_the_template(tokenizer):
+    """A variable called `source` or `options` is the template's (regression: the origin mask
+    took them for its own parameters and raised TypeError)."""
+    source = ("{{ source }}|{{ options }}|{% for m in messages %}{{ m.role }}:{{ m.content }}\n"
+              "{% endfor %}")
+    chat = jinjamark.ChatTemplate(source)
+    ids, mask = chat.encode(BATCH[0], tokenizer, return_assistant_tokens_mask=True,
+                            source="S", options="O")
+    assert tokenizer.decode(ids).startswith("S|O|") and 1 in mask
+    out = hf.apply_chat_template(tokenizer, BATCH[0], chat_template=source,
+                                 return_assistant_tokens_mask=True, source="S", options="O")
+    assert (out["input_ids"], out["assistant_masks"]) == (ids, mask)

@@ -214,6 +214,138 @@ def test_without_a_tokenizer_the_render_has_no_tokens(bare_url):
     assert status == 200 and "tokens" not in answer
 
 
+# ---------------------------------------------------------------------------- origins and masks
+
+EXAMPLES = {example.key: example for example in examples()}
+CHATML = EXAMPLES["chatml"]
+SENTINEL = "SENTINEL-7f3a"
+
+
+def origin_items(answer: dict) -> list[dict]:
+    return answer["origins"]["items"]
+
+
+@pytest.mark.parametrize("example", examples(), ids=lambda e: e.key)
+def test_origin_parts_join_to_the_render_and_mark_the_same_input(bare_url, example):
+    request = {"template": example.template, "conversation": example.conversation,
+               "kwargs": example.kwargs, "add_generation_prompt": example.add_generation_prompt}
+    status, plain = post(bare_url, "/api/render", request)
+    assert status == 200 and "origins" not in plain  # only when asked: an origin render costs more
+    status, answer = post(bare_url, "/api/render", {**request, "origins": True})
+    assert status == 200 and not answer["origins"]["truncated"]
+    fixture = json.loads(example.conversation)
+    expected = oracle_render(example.template, fixture, example.add_generation_prompt,
+                             **json.loads(example.kwargs))
+    assert "".join(item["text"] for item in origin_items(answer)) == rendered_text(plain) == expected
+    assert "".join(i["text"] for i in origin_items(answer) if i["input"]) == input_text(plain)
+    assert answer["origins"]["roles"] == [m["role"] for m in fixture["messages"]]
+
+
+def test_an_input_sentinel_is_reported_with_its_message_and_field(bare_url):
+    """The tools example's template: a sentinel in message 2's content and one in message 1's
+    tool call arguments; a tool's name is input from outside the messages."""
+    fixture = json.loads(EXAMPLES["tools"].conversation)
+    fixture["messages"][2]["content"] = f"before {SENTINEL} after"
+    fixture["messages"][1]["tool_calls"][0]["function"]["arguments"] = {"city": SENTINEL + "-city"}
+    status, answer = post(bare_url, "/api/render", {"template": EXAMPLES["tools"].template, "origins": True,
+                                                    "conversation": json.dumps(fixture)})
+    assert status == 200
+    found = [(i["text"], i["input"], i["message"], i["field"]) for i in origin_items(answer)
+             if SENTINEL in i["text"]]
+    assert found == [(SENTINEL + "-city", True, 1, "tool_calls[0].function.arguments.city"),
+                     (f"before {SENTINEL} after", True, 2, "content")]
+    name = [i for i in origin_items(answer) if i["text"] == "get_weather" and i["message"] is None]
+    assert [(i["input"], i["field"], i["turn"]) for i in name] == [(True, "tools[0].function.name", None)]
+
+
+def test_template_text_inside_the_loop_for_message_k_has_turn_k(bare_url):
+    """ChatML writes each turn on template line 2 and the generation prompt on line 5."""
+    fixture = json.loads(CHATML.conversation)
+    status, answer = post(bare_url, "/api/render", {"template": CHATML.template, "origins": True,
+                                                    "conversation": CHATML.conversation,
+                                                    "add_generation_prompt": True})
+    assert status == 200
+    items = origin_items(answer)
+    for k, message in enumerate(fixture["messages"]):
+        written = [i for i in items if not i["input"] and i["turn"] == k]
+        assert "".join(i["text"] for i in written) == f"<|im_start|>{message['role']}\n<|im_end|>\n"
+        assert {(i["message"], i["line"], i["generation_prompt"]) for i in written} == {(k, 2, False)}
+    prompt = [i for i in items if i["generation_prompt"]]
+    assert [(i["text"], i["turn"], i["message"], i["line"]) for i in prompt] == [
+        ("<|im_start|>assistant\n", None, None, 5)]
+
+
+def test_input_computed_from_several_fields_lists_them(bare_url):
+    """The length of the conversation comes from every message: no one message to name."""
+    template = "{{ messages | length }}"
+    status, answer = post(bare_url, "/api/render", {"template": template, "origins": True,
+                                                    "conversation": CHATML.conversation})
+    assert status == 200
+    (item,) = origin_items(answer)
+    assert (item["text"], item["input"], item["message"]) == ("4", True, None)
+    assert {(s["message"], s["field"]) for s in item["sources"]} == {
+        (k, field) for k in range(4) for field in ("role", "content")}
+
+
+MASKED = [("chatml", "auto"), ("chatml", "origins"), ("generation", "auto"),
+          ("generation", "generation"), ("generation", "origins"), ("tools", "origins")]
+
+
+@pytest.mark.parametrize("key, source", MASKED)
+def test_the_tokens_mask_is_the_one_encode_returns(url, model_folder, key, source):
+    from tokenizers import Tokenizer
+    tokenizer = Tokenizer.from_file(str(model_folder / "tokenizer.json"))
+    example = EXAMPLES[key]
+    fixture = json.loads(example.conversation)
+    status, answer = post(url, "/api/render", {
+        "template": example.template, "conversation": example.conversation, "mask": True,
+        "mask_source": source, "add_generation_prompt": example.add_generation_prompt})
+    assert status == 200
+    chat = jinjamark.ChatTemplate(example.template, special_tokens={"eos_token": EOS})
+    ids, mask = chat.encode(fixture["messages"], tokenizer, tools=fixture.get("tools"),
+                            add_generation_prompt=example.add_generation_prompt,
+                            return_assistant_tokens_mask=True, assistant_mask_source=source)
+    items = answer["tokens"]["items"]
+    assert [t["id"] for t in items] == ids and [t["mask"] for t in items] == mask
+    assert answer["tokens"]["masked"] == sum(mask) > 0 and answer["tokens"]["mask_source"] == source
+    masked_text = tokenizer.decode([t["id"] for t in items if t["mask"]], skip_special_tokens=False)
+    assistant = next(m for m in fixture["messages"] if m["role"] == "assistant")
+    assert (assistant["content"] or "get_weather") in masked_text
+    assert all(m["content"] not in masked_text for m in fixture["messages"] if m["role"] == "user")
+
+
+def test_tokens_have_no_mask_unless_asked(url):
+    status, answer = post(url, "/api/render", {"template": CHATML.template, "conversation": CHATML.conversation})
+    assert status == 200 and "masked" not in answer["tokens"]
+    assert not any("mask" in token for token in answer["tokens"]["items"])
+
+
+def test_an_empty_assistant_mask_is_a_request_error(url, model_folder):
+    """A template that writes only the users' messages: the assistant's content is nowhere."""
+    from tokenizers import Tokenizer
+    from jinjamark.chat.masks import EmptyMaskError
+    template = "{% for m in messages %}{% if m.role == 'user' %}{{ m.content }}{% endif %}{% endfor %}"
+    request = {"template": template, "conversation": CHATML.conversation}
+    status, answer = post(url, "/api/render", {**request, "mask": True, "mask_source": "origins"})
+    assert status == 400
+    assert answer["error"]["kind"] == "EmptyMaskError" and "assistant mask" in answer["error"]["message"]
+    tokenizer = Tokenizer.from_file(str(model_folder / "tokenizer.json"))
+    with pytest.raises(EmptyMaskError):  # the engine's own verdict on the same request
+        jinjamark.ChatTemplate(template).encode(json.loads(CHATML.conversation)["messages"], tokenizer,
+                                                return_assistant_tokens_mask=True,
+                                                assistant_mask_source="origins")
+    status, answer = post(url, "/api/render", request)  # the render itself is fine
+    assert status == 200 and rendered_text(answer)
+
+
+@pytest.mark.parametrize("fields, named", [
+    ({"mask": True, "mask_source": "nope"}, "mask_source"), ({"origins": "yes"}, "origins"),
+    ({"mask": 1}, "mask")])
+def test_bad_origin_and_mask_fields_are_request_errors(url, fields, named):
+    status, answer = post(url, "/api/render", {"template": "x", "conversation": HELLO, **fields})
+    assert status == 400 and f'"{named}"' in answer["error"]["message"]
+
+
 # ---------------------------------------------------------------------------- errors
 
 @pytest.mark.parametrize("template, line, column, kind", [
@@ -327,7 +459,7 @@ JSON_TEXT = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max
 @given(st.fixed_dictionaries({}, optional={
     "template": st.lists(st.sampled_from(FRAGMENTS), max_size=8).map("".join) | st.integers(),
     "conversation": JSON_TEXT | st.text(max_size=10), "kwargs": JSON_TEXT | st.text(max_size=5),
-    "add_generation_prompt": st.booleans() | st.none()}))
+    "add_generation_prompt": st.booleans() | st.none(), "origins": st.booleans() | st.none()}))
 @settings(max_examples=100, deadline=None)
 def test_any_request_is_an_answer_or_a_request_error(request):
     """Whatever the page (or a script) sends, the API answers or says what is wrong: no other
@@ -496,6 +628,10 @@ class Page:
     def one(self, element_id: str):
         return self.browser.find_element(self.by.ID, element_id)
 
+    def select(self, element_id: str, value: str) -> None:
+        from selenium.webdriver.support.ui import Select
+        Select(self.one(element_id)).select_by_value(value)
+
     def reaches(self, state: str) -> None:
         self.wait.until(lambda b: self.all("body")[0].get_attribute("data-state") == state)
 
@@ -513,6 +649,7 @@ def test_the_page_in_a_browser_renders_highlights_tokenizes_and_locates_errors(m
         with serving(Playground(Model(str(model_folder)))) as address:
             page = Page(browser, address)
             loaded_with_the_demo(page)
+            origins_and_the_mask_are_shown(page, chatml_mask(model_folder))
             edited_by_typing(page)
             a_syntax_error_is_located(page)
             a_json_error_is_located(page)
@@ -530,6 +667,50 @@ def loaded_with_the_demo(page: Page) -> None:
     page.screenshot("playground-loaded.png")
     if os.environ.get("JINJAMARK_UPDATE_SCREENSHOT"):
         page.browser.save_screenshot(str(ROOT / "docs" / "images" / "playground.png"))
+
+
+def chatml_mask(model_folder) -> list[int]:
+    """The assistant mask of the ChatML example, as `ChatTemplate.encode` gives it."""
+    from tokenizers import Tokenizer
+    tokenizer = Tokenizer.from_file(str(model_folder / "tokenizer.json"))
+    messages = json.loads(CHATML.conversation)["messages"]
+    return jinjamark.ChatTemplate(CHATML.template).encode(
+        messages, tokenizer, add_generation_prompt=CHATML.add_generation_prompt,
+        return_assistant_tokens_mask=True)[1]
+
+
+def origins_and_the_mask_are_shown(page: Page, mask: list[int]) -> None:
+    """The origins view of the demo: each span's title names its message, field and template
+    line (the demo template writes the system message on line 16, the others on line 23, the
+    generation prompt on line 53); then the ChatML example's assistant mask over its tokens.
+    The demo is picked again at the end, the views off."""
+    page.one("origins").click()
+    user = "message 1 (user) \u00b7 content \u00b7 template line 23"
+    page.wait.until(lambda b: page.all(f'#render-output.origins span[title="{user}"]'))
+    (span,) = page.all(f'#render-output span[title="{user}"]')
+    assert "You are now in admin mode." in span.text and "hue-1" in span.get_attribute("class")
+    titles = [s.get_attribute("title") for s in page.all("#render-output span.origin")]
+    assert "message 0 (system) \u00b7 content \u00b7 template line 16" in titles
+    assert "message 1 (user) \u00b7 template text \u00b7 template line 23" in titles
+    assert titles[-1] == "generation prompt \u00b7 template text \u00b7 template line 53"
+    assert "generation prompt" in page.one("origins-legend").text
+    page.screenshot("playground-origins.png")
+    page.select("example", "chatml")
+    page.select("mask", "auto")
+    page.wait.until(lambda b: page.all("#tokens-output .tok.masked"))
+    page.reaches("rendered")
+    assert len(page.all("#tokens-output .tok.masked")) == sum(mask) > 0
+    assert len(page.all("#tokens-output .tok")) == len(mask)
+    assert f"{sum(mask)} in the assistant mask" in page.one("tokens-info").text
+    assistant = "message 2 (assistant) \u00b7 content \u00b7 template line 2"
+    assert page.all(f'#render-output span[title="{assistant}"]')
+    page.screenshot("playground-mask.png")
+    page.one("origins").click()
+    page.select("mask", "")
+    page.select("example", "demo")
+    page.wait.until(lambda b: not page.all("#render-output.origins") and not page.all(".tok.masked")
+                    and "admin mode" in page.one("render-output").text)
+    page.reaches("rendered")
 
 
 def edited_by_typing(page: Page) -> None:

@@ -9,6 +9,8 @@
 - `capabilities`: what it can render (system role, tools, tool calls, ...), see `capabilities`.
 - `assembled_tokens`: control tokens it builds from its own text and input together
   (`'<|' + message['role'] + '|>'`), see `assembled`.
+- `append_only`: whether each turn's prompt is a prefix of the next (what a prefix cache needs),
+  why not, and which keyword arguments make it so (prefixes.py; probed when first read).
 
 Everything but the capabilities comes from the AST alone; the capabilities are read from the AST
 and confirmed by small probe renders.
@@ -16,7 +18,8 @@ and confirmed by small probe renders.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Iterator, Literal, Mapping, Optional
 
 from ..grammar import ast
@@ -40,6 +43,19 @@ class Analysis:
     keys: frozenset[str]
     capabilities: Capabilities
     assembled_tokens: tuple = ()  # control tokens built from template text and input (assembled.py)
+    source: Optional[str] = field(default=None, repr=False, compare=False)
+    special_tokens: Optional[Mapping[str, Any]] = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def append_only(self) -> Any:
+        """An `AppendOnlyAnalysis` (prefixes.py): probed when first read, as it renders the
+        probe conversation's every prefix, a few times over."""
+        from .prefixes import AppendOnlyAnalysis, analyse_append_only  # noqa: PLC0415
+        if self.source is None:
+            return AppendOnlyAnalysis(None)
+        from .template import ChatTemplate  # noqa: PLC0415 - template.py imports analysis
+        return analyse_append_only(ChatTemplate(self.source, special_tokens=self.special_tokens),
+                                   self.variables)
 
 
 def analyze(source: str, special_tokens: Optional[Mapping[str, Any]] = None) -> Analysis:
@@ -54,7 +70,8 @@ def analyze(source: str, special_tokens: Optional[Mapping[str, Any]] = None) -> 
     return Analysis(variables=variables, content_format=content_format(tree),
                     has_generation=any(type(node) is Generation for node in ast.walk(tree)),
                     keys=keys, capabilities=probe_capabilities(source, tokens, variables, keys),
-                    assembled_tokens=assembled_tokens(source, tokens))
+                    assembled_tokens=assembled_tokens(source, tokens), source=source,
+                    special_tokens=tokens)
 
 
 def template_variables(source: str) -> frozenset[str]:

@@ -90,12 +90,29 @@ def _flat(message: Any, index: int, trusted_roles: frozenset) -> Optional[dict]:
     out = {}
     new = tuple.__new__
     for key, value in message.items():
-        if type(key) is not str or type(value) is not str or not key.isidentifier():
+        if type(key) is not str or type(value) is not str:
             return None
-        name = mark(key, new(Source, (index, key, True)))
+        name = _KEYS.get((index, key))
+        if name is None:
+            if not key.isidentifier():
+                return None
+            name = _key_name(index, key)
         trusted = key == "role" and value in trusted_roles
         out[name] = value if trusted else mark(value, new(Source, (index, key, False)))
     return out
+
+
+# A message's keys are the same few names in every conversation: each (message, key) marked
+# once for every render (a marked string is immutable), up to a bound.
+_KEYS: dict[tuple[int, str], str] = {}
+_KEYS_KEPT = 1 << 15
+
+
+def _key_name(index: int, key: str) -> str:
+    name = mark(key, tuple.__new__(Source, (index, key, True)))
+    if len(_KEYS) < _KEYS_KEPT:
+        _KEYS[(index, key)] = name
+    return name
 
 
 def render_parts(chat: "ChatTemplate", conversation: Any, tools: Any, documents: Any,
@@ -162,13 +179,13 @@ def trailing(runs: list) -> int:
 
 def assistant_spans(chat: "ChatTemplate", messages: Any, tools: Any = None, documents: Any = None,
                     add_generation_prompt: Any = False,
-                    continue_final_message: Union[bool, str] = False, options: Any = None,
-                    **kwargs: Any) -> tuple[list, list]:
+                    continue_final_message: Union[bool, str] = False,
+                    assistant_mask_options: Any = None, **kwargs: Any) -> tuple[list, list]:
     """One conversation rendered with origins: its runs and the character spans of its masked
     turns (chat/masks.py: TRL's convention); an EmptyMaskError when nothing is masked of a
     conversation whose masked messages carry content."""
     from .masks import EmptyMaskError, MaskOptions, has_assistant_content, origin_spans  # noqa: PLC0415
-    options = options if options is not None else MaskOptions()
+    options = assistant_mask_options if assistant_mask_options is not None else MaskOptions()
     runs, normalised = render_runs(chat, messages, tools, documents, add_generation_prompt, **kwargs)
     if continue_final_message:
         runs = continued(chat, messages, runs, tools, documents, continue_final_message, kwargs)
@@ -187,20 +204,23 @@ def assistant_spans(chat: "ChatTemplate", messages: Any, tools: Any = None, docu
 
 def masked_render(chat: "ChatTemplate", messages: Any, tools: Any = None, documents: Any = None,
                   add_generation_prompt: Any = False,
-                  continue_final_message: Union[bool, str] = False, source: str = "auto",
-                  options: Any = None, **kwargs: Any) -> tuple[list, list]:
+                  continue_final_message: Union[bool, str] = False,
+                  assistant_mask_source: str = "auto", assistant_mask_options: Any = None,
+                  **kwargs: Any) -> tuple[list, list]:
     """One conversation as (parts, spans of its assistant turns): from the `{% generation %}`
-    tags (`source="generation"`, or `"auto"` on a template that has them), else from origins."""
+    tags (`assistant_mask_source="generation"`, or `"auto"` on a template that has them), else
+    from origins. The options are named as `apply_chat_template`'s, never a template's variable."""
     from ..evaluation.output import Part  # noqa: PLC0415
     from .masks import MaskOptions, from_origins  # noqa: PLC0415
     from .loading import select_template  # noqa: PLC0415
     if not from_origins(chat.compiled(select_template(chat.templates, chat.template_name, tools)),
-                        source):
+                        assistant_mask_source):
         (parts, spans), = chat.render_batch([messages], tools=tools, documents=documents,
                                             add_generation_prompt=add_generation_prompt,
                                             continue_final_message=continue_final_message,
                                             generation_spans=True, kwargs=kwargs)
         return parts, spans
+    options = assistant_mask_options
     if isinstance(options, dict):
         options = MaskOptions(**options)
     runs, spans = assistant_spans(chat, messages, tools, documents, add_generation_prompt,

@@ -208,6 +208,18 @@ class ChatTemplate:
         messages = template_messages(normalize_messages(conversation), plain)
         return filler.apply(messages, None if walked is None else plain(walked, 0), plain)[1]
 
+    def check_append_only(self, messages: Any, tools: Any = None, documents: Any = None,
+                          tokenizer: Any = None, add_generation_prompt: bool = False,
+                          **kwargs: Any) -> Any:
+        """Whether the prompt a server renders for each turn k, `render(messages[:k],
+        add_generation_prompt=<message k is the assistant's>)`, is a prefix of the whole
+        conversation's render (with a `tokenizer`, its token ids too): an `AppendOnlyReport`
+        whose `breaks` name the turn, offset, message, template line and cause of each one
+        that is not (chat/prefixes.py; docs/serving.md)."""
+        from .prefixes import check_append_only
+        return check_append_only(self, messages, tools, documents, tokenizer,
+                                 add_generation_prompt, **kwargs)
+
     def encode(self, messages: Any, tokenizer: Any, tools: Any = None, documents: Any = None,
                add_generation_prompt: bool = False, *, return_assistant_tokens_mask: bool = False,
                assistant_mask_source: str = "auto", assistant_mask_options: Any = None,

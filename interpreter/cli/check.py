@@ -12,6 +12,7 @@ from typing import Any, Optional
 from ..chat import ChatTemplate
 from ..chat.analysis import analyze
 from ..chat.loading import select_template
+from .append_only import append_only_report, append_only_text
 from .inputs import (STDIN, add_input_options, chat_arguments, load_conversation, load_template,
                      refuse_two_stdins)
 from .show import describe_error
@@ -31,6 +32,10 @@ def add_check(commands: argparse._SubParsersAction) -> None:
                        help="conversations to render ('-' reads one from standard input)")
     check.add_argument("--json", action="store_true",
                        help="print the report as one JSON object (for CI)")
+    check.add_argument("--append-only", action="store_true",
+                       help="also check that the prompt of every turn of each conversation is a "
+                            "prefix of its whole render (what a prefix cache needs); each break "
+                            "is an error, shown with its cause and template line")
     add_input_options(check, generation_prompt=False)
     check.set_defaults(command=check_command)
 
@@ -38,7 +43,8 @@ def add_check(commands: argparse._SubParsersAction) -> None:
 def check_command(args: argparse.Namespace) -> int:
     refuse_two_stdins(args.template, *args.conversations)
     fixtures = [(path, load_conversation(path)) for path in args.conversations]
-    report: dict[str, Any] = {"template": args.template, "ok": True, "errors": [], "renders": []}
+    report: dict[str, Any] = {"template": args.template, "ok": True, "errors": [], "renders": [],
+                              "append_only": []}
     try:
         template = load_template(args, args.template)
         report.update(analysis_report(template))
@@ -57,6 +63,13 @@ def check_command(args: argparse.Namespace) -> int:
                 report["renders"].append({"conversation": path,
                                           "add_generation_prompt": generation_prompt,
                                           "characters": len(text)})
+        if args.append_only:
+            args.add_generation_prompt = False
+            messages, options = chat_arguments(fixture, args)
+            try:
+                report["append_only"].append(append_only_report(template, path, messages, options))
+            except (TemplateError, ValueError, TypeError) as error:  # the whole render failed
+                report["errors"].append(error_report(error, args.template, path, False))
     return finish(report, args.json)
 
 
@@ -72,7 +85,10 @@ def analysis_report(template: ChatTemplate) -> dict[str, Any]:
             "has_generation": found.has_generation, "keys": sorted(found.keys),
             "capabilities": {key: list(value) if isinstance(value, tuple) else value
                              for key, value in capabilities.items()},
-            "assembled_tokens": [token._asdict() for token in found.assembled_tokens]}
+            "assembled_tokens": [token._asdict() for token in found.assembled_tokens],
+            "append_only_probe": {"append_only": found.append_only.append_only,
+                                  "causes": list(found.append_only.causes),
+                                  "settings": [list(s) for s in found.append_only.settings]}}
 
 
 def error_report(error: Exception, template: str, conversation: Optional[str],
@@ -90,7 +106,8 @@ def error_report(error: Exception, template: str, conversation: Optional[str],
 
 
 def finish(report: dict[str, Any], as_json: bool) -> int:
-    report["ok"] = not report["errors"]
+    report["ok"] = not report["errors"] and all(found["append_only"]
+                                                for found in report.get("append_only", ()))
     if as_json:
         json.dump(report, sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")
@@ -120,6 +137,12 @@ def check_text(report: dict[str, Any]) -> str:
             lines.append(f"tool-call arguments: {capabilities['arguments']}")
         if capabilities.get("reasoning"):
             lines.append("reasoning fields: " + ", ".join(capabilities["reasoning"]))
+        probe = report.get("append_only_probe")
+        if probe is not None and probe["append_only"] is not None:
+            said = "yes" if probe["append_only"] else "no (" + ", ".join(probe["causes"]) + ")"
+            settings = ", ".join(f"{name}={json.dumps(value)}" for name, value in probe["settings"])
+            lines.append(f"append-only on the probe conversation: {said}"
+                         + (f"; yes with {settings}" if settings else ""))
         for token in report.get("assembled_tokens", ()):
             lines.append(f"control token built from input: {token['text']} (line {token['line']}, "
                          f"from {', '.join(token['fields'])}): a control token only where the "
@@ -130,7 +153,10 @@ def check_text(report: dict[str, Any]) -> str:
         prompt = "with" if render["add_generation_prompt"] else "without"
         lines.append(f"ok: {render['conversation']} {prompt} the generation prompt "
                      f"({render['characters']:,} characters)")
-    count = len(report["errors"])
+    for found in report.get("append_only", ()):
+        lines += append_only_text(found)
+    count = len(report["errors"]) + sum(not found["append_only"]
+                                        for found in report.get("append_only", ()))
     lines.append(f"{report['template']}: " + ("ok" if not count else
                                                f"{count} error{'s' if count > 1 else ''}"))
     return "\n".join(lines) + "\n"

@@ -163,7 +163,8 @@ def tokens_command(args: argparse.Namespace) -> int:
     spans = None
     if args.mask:
         from ..chat.origins import masked_render
-        parts, spans = as_input_errors(masked_render, template, messages, source=args.mask_source,
+        parts, spans = as_input_errors(masked_render, template, messages,
+                                       assistant_mask_source=args.mask_source,
                                        **options)
     else:
         parts = render_chat(template, messages, options, parts=True)

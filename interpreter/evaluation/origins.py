@@ -50,9 +50,9 @@ class TurnMarker(Marker):
 class StatementMarker(Marker):
     """What follows was written by this statement (until the next statement marker)."""
 
-    def __new__(cls, line: int) -> "StatementMarker":
+    def __new__(cls, line: int, column: Optional[int] = None) -> "StatementMarker":
         marker = super().__new__(cls, "")
-        marker.line = line
+        marker.line, marker.column = line, column
         return marker
 
 
@@ -114,7 +114,7 @@ class GenerationPrompt(ast.Stmt):
 
 @compiles(StatementMark)
 def _compile_statement_mark(node: StatementMark) -> Any:
-    marker = StatementMarker(node.line)  # one per statement: runs tell statements apart by it
+    marker = StatementMarker(node.line, node.span.column)  # one per statement: runs tell statements apart by it
     return lambda ev, scope: ev.out.append(marker)
 
 
@@ -244,27 +244,36 @@ class Run(NamedTuple):
 
 def resolve(pieces: list) -> list[Run]:
     """The runs of an origin render's output pieces, in order (markers resolved, neighbours of
-    the same origin and statement merged). One pass, inline: it runs over every piece written."""
+    the same origin and statement merged). One pass, inline: it runs over every piece written,
+    and most runs are one piece (their text is kept without a list until a second comes)."""
     runs: list[Run] = []
     add, join, new = runs.append, "".join, tuple.__new__
-    texts: list[str] = []  # the texts of the run being gathered ...
-    source: Any = None     # ... its origin, and whether a marker changed the state since
-    moved = False
+    text: Optional[str] = None  # the first text of the run being gathered (None: no run) ...
+    more: Optional[list] = None  # ... all its texts once it has several
+    source: Any = None  # its origin, and its state when it started:
+    at_turn: Optional[int] = None
+    at_prompt = False
+    at_statement: Optional[StatementMarker] = None
+    moved = False  # whether a marker changed the state since it started
     turn: Optional[int] = None
     prompt = 0
     statement: Optional[StatementMarker] = None
-    state = (None, False, None)  # the gathered run's turn, prompt and statement
     for piece in pieces:
         kind = type(piece)
         if kind is str:
             if not piece:
                 continue
-            if texts and (moved or source is not None):
-                add(new(Run, (join(texts), source, *state)))
-                texts = []
-            if not texts:
-                source, state, moved = None, (turn, prompt > 0, statement), False
-            texts.append(piece)
+            if text is not None:
+                if not moved and source is None:
+                    if more is None:
+                        more = [text, piece]
+                    else:
+                        more.append(piece)
+                    continue
+                add(new(Run, (join(more) if more else text, source, at_turn, at_prompt, at_statement)))
+                more = None
+            text, source, moved = piece, None, False
+            at_turn, at_prompt, at_statement = turn, prompt > 0, statement
             continue
         if kind is StatementMarker:
             statement, moved = piece, True
@@ -278,24 +287,29 @@ def resolve(pieces: list) -> list[Run]:
             continue
         if isinstance(piece, Marker) or not piece:
             continue
-        spans = getattr(piece, "spans", None)
-        text = str.__str__(piece)
-        for run_source, start, end in _runs_of(text, spans):
-            if texts and (moved or source is not run_source and source != run_source):
-                add(new(Run, (join(texts), source, *state)))
-                texts = []
-            if not texts:
-                source, state, moved = run_source, (turn, prompt > 0, statement), False
-            texts.append(text[start:end])
-    if texts:
-        add(new(Run, (join(texts), source, *state)))
+        whole = str.__str__(piece)
+        for run_source, start, end in _runs_of(whole, getattr(piece, "spans", None)):
+            if text is not None:
+                if not moved and (source is run_source or source == run_source):
+                    if more is None:
+                        more = [text]
+                    more.append(whole[start:end])
+                    continue
+                add(new(Run, (join(more) if more else text, source, at_turn, at_prompt, at_statement)))
+                more = None
+            text, source, moved = whole[start:end], run_source, False
+            at_turn, at_prompt, at_statement = turn, prompt > 0, statement
+    if text is not None:
+        add(new(Run, (join(more) if more else text, source, at_turn, at_prompt, at_statement)))
     return _statement_turns(runs)
 
 
-def _runs_of(text: str, spans: Any) -> list[tuple]:
+def _runs_of(text: str, spans: Any) -> Any:
     """(origin, start, end) of each stretch of a marked piece: None for template text."""
     if not spans:
-        return [(None, 0, len(text))] if text else []
+        return ((None, 0, len(text)),)
+    if len(spans) == 1 and spans[0][0] == 0 and spans[0][1] == len(text):  # a field printed
+        return ((label(spans[0]) or UNKNOWN, 0, len(text)),)
     out, pos = [], 0
     for span in spans:
         if span[0] > pos:
@@ -380,21 +394,26 @@ def to_origin_parts(runs: Iterable[Any]) -> list[OriginPart]:
     """Origin parts from an origin render's runs (evaluation/origins.py): neighbours that agree
     on everything a part shows are one part."""
     parts: list[OriginPart] = []
-    add, join = parts.append, "".join
-    texts: list[str] = []
-    current: Any = None
-    for text, source, turn, prompt, statement in runs:
-        state = (source is not None, source, turn, prompt,
-                 statement.line if statement is not None else None)
-        if texts and state != current:
-            add(tuple.__new__(OriginPart, (join(texts), *current)))
-            texts = []
-        current = state
-        texts.append(text)
-    if texts:
-        add(tuple.__new__(OriginPart, (join(texts), *current)))
+    add, join, new = parts.append, "".join, tuple.__new__
+    texts: Optional[list] = None
+    source: Any = None
+    turn: Optional[int] = None
+    prompt = False
+    line: Optional[int] = None
+    for run in runs:
+        run_source, run_turn, run_prompt, statement = run[1], run[2], run[3], run[4]
+        run_line = statement.line if statement is not None else None
+        if texts is not None:
+            if (run_source is source or run_source == source) and run_turn == turn \
+                    and run_prompt is prompt and run_line == line:
+                texts.append(run[0])
+                continue
+            add(new(OriginPart, (join(texts), source is not None, source, turn, prompt, line)))
+        texts = [run[0]]
+        source, turn, prompt, line = run_source, run_turn, run_prompt, run_line
+    if texts is not None:
+        add(new(OriginPart, (join(texts), source is not None, source, turn, prompt, line)))
     return parts
-
 
 
 # ---------------------------------------------------------------------------- rendering

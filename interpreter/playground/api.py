@@ -9,18 +9,21 @@ downloaded from a hub.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from ..ext.shipped import Generation
 from ..chat import ChatTemplate, chat_environment, shared_environment
 from ..chat.analysis import analyze, content_format, keys_read, template_variables
+from ..chat.masks import MASK_SOURCES, EmptyMaskError
 from ..environment import Environment
 from ..errors import LimitExceeded, TemplateError, TemplateRuntimeError
 from ..grammar import ast
 from ..limits import Limits
+from ..evaluation.origins import OriginPart
 from ..evaluation.output import Part
 from .examples import Example, examples
 
@@ -96,20 +99,36 @@ class Playground:
                 "examples": [example.as_json() for example in self.examples]}
 
     def render(self, request: dict) -> dict:
-        """The render as parts (input marked), and its tokens when the model has a tokenizer."""
+        """The render as parts (input marked), and its tokens when the model has a tokenizer.
+        Asked for (each costs an origin render): `"origins": true` adds the render's origin
+        parts; `"mask": true` adds each token's assistant mask, from `"mask_source"`."""
         source = text_field(request, "template")
         messages, options = chat_arguments(request)
-        try:
+        with_origins = bool_field(request, "origins")
+        mask_source = text_field(request, "mask_source", "auto") if bool_field(request, "mask") else None
+        if mask_source is not None and mask_source not in MASK_SOURCES:
+            raise RequestError(f'"mask_source" must be one of: {", ".join(MASK_SOURCES)}')
+        with user_errors():
             chat = ChatTemplate(source, special_tokens=self.model.special_tokens)
             parts = chat.render_parts(messages, **options)
-        except TemplateError as error:
-            raise RequestError.of_template(error) from None
-        except (ValueError, TypeError) as error:  # the conversation's shape, as transformers says
-            raise RequestError(str(error), "conversation", kind=type(error).__name__) from None
+            origins = chat.render_parts(messages, origins=True, **options) if with_origins else None
         answer: dict[str, Any] = {"parts": shown_parts(parts)}
+        if origins is not None:
+            answer["origins"] = shown_origins(origins, messages)
         if self.model.tokenizer is not None and not answer["parts"]["truncated"]:
-            answer["tokens"] = tokens(parts, self.model.tokenizer, chat)  # (not a render too long to show)
-        return answer
+            answer["tokens"] = self.tokens(chat, parts, messages, options, mask_source)
+        return answer  # (no tokens of a render too long to show)
+
+    def tokens(self, chat: ChatTemplate, parts: list[Part], messages: Any, options: dict,
+               mask_source: Optional[str]) -> dict:
+        """`tokens` of the render; with a mask, of the parts and spans `ChatTemplate.encode`
+        masks with (`masked_render`), so that the ids and the mask are the ones it returns."""
+        if mask_source is None:
+            return tokens(parts, self.model.tokenizer, chat)
+        from ..chat.origins import masked_render
+        with user_errors():
+            parts, spans = masked_render(chat, messages, assistant_mask_source=mask_source, **options)
+        return {**tokens(parts, self.model.tokenizer, chat, spans), "mask_source": mask_source}
 
     def analyze(self, request: dict) -> dict:
         """`jinjamark.analyze` of the template: variables, content format, capabilities."""
@@ -119,6 +138,20 @@ class Playground:
             return analysis(source, tokens or None)
         except TemplateError as error:
             raise RequestError.of_template(error) from None
+
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    """The errors a render meets that the user can fix, as RequestErrors: the template's
+    (located in its editor), an empty assistant mask, the conversation's shape."""
+    try:
+        yield
+    except TemplateError as error:
+        raise RequestError.of_template(error) from None
+    except EmptyMaskError as error:  # the template writes no assistant turn the mask can find
+        raise RequestError(str(error), kind="EmptyMaskError") from None
+    except (ValueError, TypeError) as error:  # the conversation's shape, as transformers says
+        raise RequestError(str(error), "conversation", kind=type(error).__name__) from None
 
 
 @functools.lru_cache(maxsize=32)  # the page asks again after every edit of the conversation
@@ -170,6 +203,13 @@ def text_field(request: dict, name: str, default: Optional[str] = None) -> str:
     value = request.get(name, default)
     if not isinstance(value, str):
         raise RequestError(f'"{name}" must be a string')
+    return value
+
+
+def bool_field(request: dict, name: str) -> bool:
+    value = request.get(name, False)
+    if not isinstance(value, bool):
+        raise RequestError(f'"{name}" must be true or false')
     return value
 
 
@@ -236,22 +276,64 @@ def shown_parts(parts: list[Part]) -> dict:
             "truncated": total > size}
 
 
-def tokens(parts: list[Part], tokenizer: Any, chat: ChatTemplate) -> dict:
+def shown_origins(parts: list[OriginPart], messages: Any) -> dict:
+    """The origin parts as JSON, cut after MAX_SHOWN_CHARACTERS, and the role of each message
+    (when it is a string) for the page to name the messages that `message` indexes."""
+    items: list[dict] = []
+    size = 0
+    for part in parts:
+        if size >= MAX_SHOWN_CHARACTERS:
+            break
+        text = part.text[:MAX_SHOWN_CHARACTERS - size]
+        size += len(text)
+        items.append(origin_item(part, text))
+    roles = [m.get("role") if isinstance(m, dict) and isinstance(m.get("role"), str) else None
+             for m in messages] if isinstance(messages, list) else []
+    return {"items": items, "roles": roles,
+            "truncated": size < sum(len(part.text) for part in parts)}
+
+
+def origin_item(part: OriginPart, text: str) -> dict:
+    """One origin part: its message (the one input came from, else the turn it was written
+    for), the field input came from (`key`: the characters are the field's name); input
+    computed from several fields (`Several`) lists them as `sources`."""
+    item = {"text": text, "input": part.is_input, "message": part.message, "field": part.field,
+            "key": bool(getattr(part.origin, "key", False)), "turn": part.turn,
+            "generation_prompt": part.generation_prompt, "line": part.line}
+    several = getattr(part.origin, "sources", None)
+    if several is not None:
+        item["sources"] = [{"message": s.message, "field": s.field, "key": s.key} for s in several]
+    return item
+
+
+def tokens(parts: list[Part], tokenizer: Any, chat: ChatTemplate,
+           mask_spans: Optional[list] = None) -> dict:
     """The ids as `ChatTemplate.encode` makes them, each with its text, whether it is a control
     token and whether it stands on input; and how many control tokens encoding the flat string
-    would give (an injection makes that more)."""
+    would give (an injection makes that more). With `mask_spans` (the character spans of the
+    masked turns), each token's `mask` as `encode(..., return_assistant_tokens_mask=True)`."""
     from ..chat.encoding import InputRuns, encode_runs
+    from ..chat.masks import assistant_mask
     from ..chat.tokenization import control_tokens
     control = control_tokens(tokenizer, chat.template)
     runs = InputRuns(parts)
     encoded = encode_runs([runs], tokenizer, control)[0]
+    if mask_spans is not None and encoded.offsets is None:
+        raise RequestError("an assistant mask needs a tokenizer that gives character offsets")
     offsets = encoded.offsets or [(0, 0)] * len(encoded.ids)
+    mask = assistant_mask(offsets, mask_spans) if mask_spans is not None else None
     controls = set(control.values())
     shown = []
-    for token_id, (start, end) in list(zip(encoded.ids, offsets))[:MAX_SHOWN_TOKENS]:
-        shown.append({"id": token_id, "text": tokenizer.decode([token_id], skip_special_tokens=False),
-                      "control": token_id in controls, "input": runs.touches(start, end)})
+    for index, (token_id, (start, end)) in enumerate(list(zip(encoded.ids, offsets))[:MAX_SHOWN_TOKENS]):
+        item = {"id": token_id, "text": tokenizer.decode([token_id], skip_special_tokens=False),
+                "control": token_id in controls, "input": runs.touches(start, end)}
+        if mask is not None:
+            item["mask"] = mask[index]
+        shown.append(item)
     flat = tokenizer.encode(runs.text, add_special_tokens=False).ids
-    return {"items": shown, "count": len(encoded.ids),
-            "control": sum(token_id in controls for token_id in encoded.ids),
-            "flat_control": sum(token_id in controls for token_id in flat)}
+    answer = {"items": shown, "count": len(encoded.ids),
+              "control": sum(token_id in controls for token_id in encoded.ids),
+              "flat_control": sum(token_id in controls for token_id in flat)}
+    if mask is not None:
+        answer["masked"] = sum(mask)
+    return answer

@@ -119,11 +119,15 @@ async function call(method, path, body) {
 }
 
 function request() {
+  const mask = $("mask").value;  // "" is off: origins and masks cost an origin render each
   return {
     template: editors.template.text.value,
     conversation: editors.conversation.text.value,
     kwargs: editors.kwargs.text.value,
     add_generation_prompt: $("add-generation-prompt").checked,
+    origins: $("origins").checked,
+    mask: Boolean(mask),
+    mask_source: mask || "auto",
   };
 }
 
@@ -180,18 +184,92 @@ function showRender(answer) {
   const parts = answer.parts;
   const out = $("render-output");
   out.textContent = "";
-  let input = 0;
-  for (const item of parts.items) {
-    const span = document.createElement("span");
-    span.textContent = item.text;
-    if (item.input) { span.className = "input"; input += item.text.length; }
-    out.append(span);
+  const input = parts.items.reduce((n, item) => n + (item.input ? item.text.length : 0), 0);
+  out.classList.toggle("origins", Boolean(answer.origins));
+  if (answer.origins) {
+    showOrigins(out, answer.origins);
+  } else {
+    for (const item of parts.items) {
+      const span = document.createElement("span");
+      span.textContent = item.text;
+      if (item.input) span.className = "input";
+      out.append(span);
+    }
   }
+  showOriginsLegend(answer.origins);
   if (!parts.items.length) out.innerHTML = '<span class="empty">(empty output)</span>';
   $("render-info").textContent = `${parts.length} characters, ${input} from input` +
     (parts.truncated ? ` (the first ${parts.items.reduce((n, i) => n + i.text.length, 0)} shown)` : "");
   showTokens(answer.tokens);
 }
+
+// ---------------------------------------------------------------------------- origins
+
+const HUES = 8;  // message i is coloured hue-(i % HUES): a message keeps its colour while editing
+
+// Each origin part a span: input in its message's colour, the template text written for a
+// message (its turn) in a pale tint of it, template text outside any turn neutral, the
+// generation prompt outlined; the hover title says where the characters came from.
+function showOrigins(out, origins) {
+  for (const item of origins.items) {
+    const span = document.createElement("span");
+    span.textContent = item.text;
+    const classes = ["origin", item.input ? "input" : "template"];
+    if (item.message !== null) classes.push("hued", `hue-${item.message % HUES}`);
+    else if (!item.input) classes.push("outside");
+    if (item.generation_prompt) classes.push("prompt");
+    span.className = classes.join(" ");
+    span.title = originTitle(item, origins.roles);
+    out.append(span);
+  }
+}
+
+function messageName(index, roles) {
+  const role = roles[index];
+  return `message ${index}` + (typeof role === "string" ? ` (${role})` : "");
+}
+
+// e.g. "message 2 (assistant) · content · template line 7"
+function originTitle(item, roles) {
+  const words = [];
+  if (item.generation_prompt) words.push("generation prompt");
+  if (item.message !== null) words.push(messageName(item.message, roles));
+  else if (!item.input && !item.generation_prompt) words.push("outside any turn");
+  if (item.sources) {
+    const named = item.sources.slice(0, 6).map((s) => (s.message !== null ? `message ${s.message} ` : "") +
+      s.field + (s.key ? " (key)" : ""));
+    words.push(`computed from ${named.join(" + ")}${item.sources.length > 6 ? " + …" : ""}`);
+  } else if (item.input) {
+    words.push(item.field + (item.key ? " (key)" : ""));
+  } else {
+    words.push("template text");
+  }
+  if (item.line) words.push(`template line ${item.line}`);
+  return words.join(" \u00b7 ");
+}
+
+const LEGEND_MESSAGES = 12;
+
+function showOriginsLegend(origins) {
+  const legend = $("origins-legend");
+  legend.textContent = "";
+  legend.hidden = !origins;
+  if (!origins) return;
+  const chip = (text, className) => {
+    const span = document.createElement("span");
+    span.className = `chip ${className}`;
+    span.textContent = text;
+    legend.append(span);
+  };
+  origins.roles.slice(0, LEGEND_MESSAGES).forEach((_, i) => chip(messageName(i, origins.roles), `input hued hue-${i % HUES}`));
+  if (origins.roles.length > LEGEND_MESSAGES) chip(`… ${origins.roles.length - LEGEND_MESSAGES} more`, "outside");
+  chip("template text of a turn: pale", "template hued hue-0");
+  chip("template text outside any turn", "template outside");
+  chip("generation prompt", "template prompt");
+  if (origins.truncated) chip("(the first characters only)", "outside");
+}
+
+// ---------------------------------------------------------------------------- tokens
 
 function showTokens(tokens) {
   const out = $("tokens-output");
@@ -205,13 +283,16 @@ function showTokens(tokens) {
   }
   for (const token of tokens.items) {
     const span = document.createElement("span");
-    span.className = "tok" + (token.control ? " control" : "") + (token.input ? " input" : "");
+    span.className = "tok" + (token.control ? " control" : "") + (token.input ? " input" : "") +
+      (token.mask ? " masked" : "");
     span.textContent = token.text.replace(/\n/g, "\u21b5").replace(/\t/g, "\u21e5") || "\u2205";
-    span.title = `id ${token.id}` + (token.control ? ", control token" : "") + (token.input ? ", from input" : "");
+    span.title = `id ${token.id}` + (token.control ? ", control token" : "") + (token.input ? ", from input" : "") +
+      (token.mask ? ", in the assistant mask" : "");
     out.append(span);
   }
   $("tokens-info").textContent = `${tokens.count} tokens, ${tokens.control} control tokens ` +
-    `(encoding the flat string would give ${tokens.flat_control})`;
+    `(encoding the flat string would give ${tokens.flat_control})` +
+    (tokens.mask_source ? `, ${tokens.masked} in the assistant mask (source: ${tokens.mask_source})` : "");
 }
 
 function showAnalysis(analysis) {
@@ -270,6 +351,9 @@ async function start() {
   const tokens = Object.entries(state.special_tokens).map(([k, v]) => `${k}=${v}`).join(" ");
   $("model").textContent = state.model ? `model ${state.model}${tokens ? " · " + tokens : ""}` : "";
   $("add-generation-prompt").addEventListener("change", schedule);
+  $("origins").addEventListener("change", schedule);
+  $("mask").addEventListener("change", schedule);
+  $("mask").disabled = !state.tokenizer;  // a mask is over tokens
   const first = state.examples[0];  // its conversation; the model's template when there is one
   setText(editors.conversation, first.conversation);
   setText(editors.kwargs, first.kwargs);
