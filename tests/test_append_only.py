@@ -265,3 +265,21 @@ def test_breaks_equal_transformers_prefix_renders(name, source, hf_tokenizer, mo
             if found.cause != REFUSED:
                 assert found.line is not None and found.cause in (PAST_REASONING, GENERATION_PROMPT,
                                                                   LAST_TURN, POSITION, DATA), (case, found)
+
+
+@pytest.mark.slow
+def test_the_corpus_table_in_the_serving_guide_is_what_the_script_computes():
+    import importlib.util
+    import pathlib
+    root = pathlib.Path(__file__).parent.parent
+    spec = importlib.util.spec_from_file_location("append_only_table", root / "tools" / "append_only_table.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    guide = (root / "docs" / "serving.md").read_text(encoding="utf-8")
+    assert script.table(script.rows()) in guide
+
+
+def test_template_variables_named_like_the_checks_own_parameters_reach_the_template():
+    """`chat` and `messages` are positional: a template variable called `chat` is the template's."""
+    report = chat("{{ chat }}|" + CHATML).check_append_only(conversation(1), chat="C")
+    assert report.append_only and report.checked == 2

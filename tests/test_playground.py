@@ -340,10 +340,133 @@ def test_an_empty_assistant_mask_is_a_request_error(url, model_folder):
 
 @pytest.mark.parametrize("fields, named", [
     ({"mask": True, "mask_source": "nope"}, "mask_source"), ({"origins": "yes"}, "origins"),
-    ({"mask": 1}, "mask")])
+    ({"mask": 1}, "mask"), ({"append_only": "true"}, "append_only"), ({"append_only": 1}, "append_only"),
+    ({"append_only": None}, "append_only")])
 def test_bad_origin_and_mask_fields_are_request_errors(url, fields, named):
     status, answer = post(url, "/api/render", {"template": "x", "conversation": HELLO, **fields})
     assert status == 400 and f'"{named}"' in answer["error"]["message"]
+
+
+# ---------------------------------------------------------------------------- append-only
+
+REASONING = EXAMPLES["reasoning"]
+# past reasoning printed only after the last user message, the think tags on line 3
+DROPS_REASONING = (
+    "{%- set ns = namespace(last=-1) %}{% for m in messages %}{% if m.role == 'user' %}"
+    "{% set ns.last = loop.index0 %}{% endif %}{% endfor %}\n"
+    "{%- for m in messages %}<{{ m.role }}>\n"
+    "{%- if m.role == 'assistant' and loop.index0 > ns.last %}<think>{{ m.reasoning_content }}</think>{% endif %}\n"
+    "{{- m.content }}</{{ m.role }}>\n{% endfor %}\n"
+    "{%- if add_generation_prompt %}<assistant>{% endif %}")
+THINKING = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": "Hello.", "reasoning_content": "greet back"},
+            {"role": "user", "content": "2+2?"},
+            {"role": "assistant", "content": "4", "reasoning_content": "add them"},
+            {"role": "user", "content": "And 3+3?"},
+            {"role": "assistant", "content": "6", "reasoning_content": "add again"}]
+BREAK_FIELDS = {"turn", "offset", "message", "line", "column", "cause", "prompt", "whole", "token"}
+
+
+def oracle_breaks(template: str, messages: list, add_generation_prompt: bool) -> list[tuple]:
+    """(turn, offset, what the prompt has from there, what the whole has) for each turn k whose
+    prompt, Jinja2's render of messages[:k] with the generation prompt when message k is the
+    assistant's, is no prefix of Jinja2's render of the whole conversation."""
+    whole = oracle_render(template, {"messages": messages}, add_generation_prompt)
+    found = []
+    for k in range(1, len(messages)):
+        prompt = oracle_render(template, {"messages": messages[:k]}, messages[k]["role"] == "assistant")
+        if not whole.startswith(prompt):
+            offset = next((i for i, (a, b) in enumerate(zip(prompt, whole)) if a != b),
+                          min(len(prompt), len(whole)))
+            found.append((k, offset, prompt[offset:], whole[offset:]))
+    return found
+
+
+@pytest.mark.parametrize("template, messages, add_generation_prompt, turns, line", [
+    (REASONING.template, json.loads(REASONING.conversation)["messages"], True, [2, 4], 8),
+    (DROPS_REASONING, THINKING, False, [3, 5], 3),
+    (DROPS_REASONING, THINKING[:-1], True, [3, 5], 3),
+], ids=["example", "ends-with-assistant", "generation-prompt"])
+def test_dropped_past_reasoning_breaks_where_jinja2s_prefixes_break(bare_url, template, messages,
+                                                                      add_generation_prompt, turns, line):
+    status, answer = post(bare_url, "/api/render", {
+        "template": template, "conversation": json.dumps(messages), "append_only": True,
+        "add_generation_prompt": add_generation_prompt})
+    assert status == 200, answer
+    found = answer["append_only"]
+    expected = oracle_breaks(template, messages, add_generation_prompt)
+    assert [k for k, *_ in expected] == turns  # the turns each past reasoning is dropped at
+    assert [(b["turn"], b["offset"]) for b in found["breaks"]] == [(k, o) for k, o, *_ in expected]
+    assert (found["checked"], found["append_only"]) == (len(messages) - 1, False)
+    assert found["roles"] == [m["role"] for m in messages]
+    for shown, (turn, _, prompt_has, whole_has) in zip(found["breaks"], expected):
+        assert set(shown) == BREAK_FIELDS
+        assert (shown["cause"], shown["message"], shown["line"], shown["token"]) == (
+            "past reasoning dropped", turn - 1, line, None)
+        assert shown["prompt"].startswith("<think>") and prompt_has.startswith(shown["prompt"])
+        assert shown["whole"] and whole_has.startswith(shown["whole"])
+
+
+@pytest.mark.parametrize("which", ["url", "bare_url"])
+def test_chatml_is_append_only_and_append_only_is_computed_only_when_asked(request, which):
+    address = request.getfixturevalue(which)  # with the model's tokenizer, and without one
+    body = {"template": CHATML.template, "conversation": CHATML.conversation, "add_generation_prompt": True}
+    status, plain = post(address, "/api/render", body)
+    assert status == 200 and "append_only" not in plain
+    status, answer = post(address, "/api/render", {**body, "append_only": False})
+    assert status == 200 and "append_only" not in answer
+    status, answer = post(address, "/api/render", {**body, "append_only": True})
+    assert status == 200
+    assert answer["append_only"] == {"checked": 3, "append_only": True, "breaks": [],
+                                     "roles": ["system", "user", "assistant", "user"]}
+    assert answer["parts"] == plain["parts"]
+    fixture = json.loads(CHATML.conversation)
+    assert oracle_breaks(CHATML.template, fixture["messages"], True) == []
+
+
+def test_with_the_models_tokenizer_token_breaks_are_reported_too(url, bare_url, model_folder):
+    """Contents written one after the other: each prompt's text is a prefix of the whole
+    render, but "Hel" + "lo" merge into other tokens (the tokenizer's own ids, compared)."""
+    from tokenizers import Tokenizer
+    tokenizer = Tokenizer.from_file(str(model_folder / "tokenizer.json"))
+    template = "{% for m in messages %}{{ m.content }}{% endfor %}"
+    messages = [{"role": "user", "content": "Hel"}, {"role": "assistant", "content": "lo there"},
+                {"role": "user", "content": "!"}]
+    body = {"template": template, "conversation": json.dumps(messages), "append_only": True}
+    status, answer = post(bare_url, "/api/render", body)
+    assert status == 200 and answer["append_only"]["append_only"] is True  # as text
+    whole = tokenizer.encode(oracle_render(template, {"messages": messages}, False),
+                             add_special_tokens=False).ids
+    expected = []
+    for k in range(1, len(messages)):
+        prompt = oracle_render(template, {"messages": messages[:k]}, messages[k]["role"] == "assistant")
+        ids = tokenizer.encode(prompt, add_special_tokens=False).ids
+        if whole[:len(ids)] != ids:
+            expected.append((k, len(prompt), next(i for i, (a, b) in enumerate(zip(ids, whole)) if a != b)))
+    assert expected  # the tokenizer merges across one boundary at least
+    status, answer = post(url, "/api/render", body)
+    assert status == 200
+    breaks = answer["append_only"]["breaks"]
+    assert [(b["turn"], b["offset"], b["token"]) for b in breaks] == expected
+    assert {b["cause"] for b in breaks} == {"tokens merge across the boundary"}
+
+
+def test_a_prompt_the_template_refuses_is_a_break_and_a_clash_of_names_an_error(bare_url):
+    """The template raises for a conversation of one message: the first prompt (line 2) is
+    refused, which is a break, not an error of the request; a kwargs variable named like an
+    argument of check_append_only is an error of the kwargs editor."""
+    template = ("{% for m in messages %}{{ m.content }}|{% endfor %}\n"
+                "{% if messages | length == 1 %}{{ raise_exception('one is not enough') }}{% endif %}")
+    body = {"template": template, "conversation": CHATML.conversation, "append_only": True}
+    status, answer = post(bare_url, "/api/render", body)
+    assert status == 200, answer
+    (found,) = answer["append_only"]["breaks"]
+    assert (found["turn"], found["offset"], found["cause"], found["line"]) == (1, None, "prompt refused", 2)
+    assert "one is not enough" in found["prompt"]
+    status, answer = post(bare_url, "/api/render", {**body, "kwargs": '{"tokenizer": 1}'})
+    assert status == 400 and answer["error"]["where"] == "kwargs" and '"tokenizer"' in answer["error"]["message"]
+    status, answer = post(bare_url, "/api/render", {**body, "append_only": False, "kwargs": '{"tokenizer": 1}'})
+    assert status == 200  # the render alone takes any variable
 
 
 # ---------------------------------------------------------------------------- errors
@@ -459,7 +582,8 @@ JSON_TEXT = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max
 @given(st.fixed_dictionaries({}, optional={
     "template": st.lists(st.sampled_from(FRAGMENTS), max_size=8).map("".join) | st.integers(),
     "conversation": JSON_TEXT | st.text(max_size=10), "kwargs": JSON_TEXT | st.text(max_size=5),
-    "add_generation_prompt": st.booleans() | st.none(), "origins": st.booleans() | st.none()}))
+    "add_generation_prompt": st.booleans() | st.none(), "origins": st.booleans() | st.none(),
+    "append_only": st.booleans() | st.none()}))
 @settings(max_examples=100, deadline=None)
 def test_any_request_is_an_answer_or_a_request_error(request):
     """Whatever the page (or a script) sends, the API answers or says what is wrong: no other
@@ -650,6 +774,7 @@ def test_the_page_in_a_browser_renders_highlights_tokenizes_and_locates_errors(m
             page = Page(browser, address)
             loaded_with_the_demo(page)
             origins_and_the_mask_are_shown(page, chatml_mask(model_folder))
+            append_only_breaks_are_listed(page)
             edited_by_typing(page)
             a_syntax_error_is_located(page)
             a_json_error_is_located(page)
@@ -709,6 +834,41 @@ def origins_and_the_mask_are_shown(page: Page, mask: list[int]) -> None:
     page.select("mask", "")
     page.select("example", "demo")
     page.wait.until(lambda b: not page.all("#render-output.origins") and not page.all(".tok.masked")
+                    and "admin mode" in page.one("render-output").text)
+    page.reaches("rendered")
+
+
+def append_only_breaks_are_listed(page: Page) -> None:
+    """The reasoning example with Append-only on: its turns 2 and 4 drop the reasoning of
+    messages 1 and 3, which the template writes on line 8 (column 9); clicking a row puts the
+    template editor's cursor there. ChatML then says every prompt is a prefix. The demo is
+    picked again at the end, the panel off."""
+    page.select("example", "reasoning")
+    page.one("append-only").click()
+    page.wait.until(lambda b: len(page.all("#append-only-output .break")) == 2)
+    page.reaches("rendered")
+    summary = page.one("append-only-output").find_element(page.by.CSS_SELECTOR, ".summary")
+    assert summary.text == "not append-only: 2 of the 4 prompts are no prefix of the whole render"
+    first, second = page.all("#append-only-output .break")
+    assert first.text.startswith("turn 2 \u00b7 character 65 \u00b7 message 1 (assistant) \u00b7 "
+                                 "past reasoning dropped \u00b7 template line 8, column 9")
+    assert second.text.startswith("turn 4 \u00b7 character 140 \u00b7 message 3 (assistant) \u00b7 "
+                                  "past reasoning dropped")
+    assert '"<think>\\n17 * 3 = 51.\\n</think>\\n\\n51.' in first.text  # newlines shown as \\n
+    assert '"51.<|im_end|>\\n<|im_start|>user\\n' in first.text
+    page.screenshot("playground-append-only.png")
+    script = ("const t = document.getElementById('template'); const before = t.value.slice(0, t.selectionStart);"
+              "return [document.activeElement === t, before.split('\\n').length,"
+              " before.length - before.lastIndexOf('\\n'), t.selectionEnd - t.selectionStart];")
+    assert page.browser.execute_script(script)[0] is False
+    second.click()
+    assert page.browser.execute_script(script) == [True, 8, 9, 0]  # line 8, column 9
+    page.select("example", "chatml")
+    page.shows("append-only-output", "append-only: each of the 3 prompts is a prefix of the next")
+    page.reaches("rendered")
+    page.one("append-only").click()
+    page.select("example", "demo")
+    page.wait.until(lambda b: page.one("append-only-output").get_attribute("hidden") is not None
                     and "admin mode" in page.one("render-output").text)
     page.reaches("rendered")
 

@@ -64,7 +64,7 @@ class AppendOnlyReport:
         return not self.breaks
 
 
-def check_append_only(chat: "ChatTemplate", messages: Sequence[Any], tools: Any = None,
+def check_append_only(chat: "ChatTemplate", messages: Sequence[Any], /, tools: Any = None,
                       documents: Any = None, tokenizer: Any = None,
                       add_generation_prompt: bool = False, **kwargs: Any) -> AppendOnlyReport:
     """Compare the prompt of every turn k (1 <= k < len(messages)), `render(messages[:k],
@@ -262,12 +262,17 @@ class AppendOnlyAnalysis:
 
 
 def analyse_append_only(chat: "ChatTemplate", variables: frozenset) -> AppendOnlyAnalysis:
-    """The probe conversation checked with the defaults, then with each keyword argument the
-    template reads (beyond the chat API's own) set to True and to False."""
-    messages = [dict(m) for m in PROBE]
-    try:
-        found = check_append_only(chat, messages)
-    except (ValueError, TypeError):
+    """The probe conversation (without its system prompt, for a template that refuses one)
+    checked with the defaults, then with each keyword argument the template reads (beyond the
+    chat API's own) set to True and to False."""
+    found = None
+    for messages in ([dict(m) for m in PROBE], [dict(m) for m in PROBE[1:]]):
+        try:
+            found = check_append_only(chat, messages)
+            break
+        except (ValueError, TypeError):
+            continue
+    if found is None:
         return AppendOnlyAnalysis(None)
     if found.append_only:
         return AppendOnlyAnalysis(True)

@@ -23,6 +23,8 @@ from .profile import shared_environment
 if TYPE_CHECKING:  # for the annotations only: importing datetime costs a first call ~1.5 ms
     from datetime import datetime
 
+    from .fitting import FitResult
+
 # apply_chat_template's own parameters: never template variables here.
 CONSUMED = ("tokenize", "padding", "truncation", "max_length", "return_tensors", "return_dict",
             "return_assistant_tokens_mask", "tokenizer_kwargs", "sanitize_control_tokens",
@@ -208,7 +210,7 @@ class ChatTemplate:
         messages = template_messages(normalize_messages(conversation), plain)
         return filler.apply(messages, None if walked is None else plain(walked, 0), plain)[1]
 
-    def check_append_only(self, messages: Any, tools: Any = None, documents: Any = None,
+    def check_append_only(self, messages: Any, /, tools: Any = None, documents: Any = None,
                           tokenizer: Any = None, add_generation_prompt: bool = False,
                           **kwargs: Any) -> Any:
         """Whether the prompt a server renders for each turn k, `render(messages[:k],
@@ -219,6 +221,15 @@ class ChatTemplate:
         from .prefixes import check_append_only
         return check_append_only(self, messages, tools, documents, tokenizer,
                                  add_generation_prompt, **kwargs)
+
+    def session(self, tokenizer: Any, tools: Any = None, documents: Any = None,
+                **kwargs: Any) -> Any:
+        """An `EncodingSession` for one conversation a server receives whole on every request:
+        `session.encode(messages, add_generation_prompt=True)` gives `encode`'s ids and how many
+        lead with the previous request's (`reused`), tokenizing only the new text
+        (chat/session.py; docs/serving.md)."""
+        from .session import EncodingSession
+        return EncodingSession(self, tokenizer, tools, documents, **kwargs)
 
     def encode(self, messages: Any, tokenizer: Any, tools: Any = None, documents: Any = None,
                add_generation_prompt: bool = False, *, return_assistant_tokens_mask: bool = False,
@@ -238,6 +249,18 @@ class ChatTemplate:
         parts = self.render_parts(messages, tools, documents, add_generation_prompt, **kwargs)
         source = select_template(self.templates, self.template_name, tools)
         return encode(parts, tokenizer, template=self.compiled(source))
+
+    def fit(self, messages: Any, max_tokens: int, tokenizer: Any, tools: Any = None,
+            documents: Any = None, mode: str = "serve", **kwargs: Any) -> FitResult:
+        """The conversation cut to `max_tokens`: the leading system message kept, and the last
+        user message and what follows it (`mode="serve"`, counted with the generation prompt)
+        or the final assistant turn and what it answers (`mode="train"`); whole exchanges (a user
+        message and all up to the next: tool calls stay with their results) dropped oldest first,
+        as few as fit. A `fitting.FitResult` (`.messages`, `.dropped` indices, `.n_tokens` as
+        `encode` counts them); a `TokenBudgetError` (a ValueError) when what must be kept does
+        not fit. One render estimates every candidate; a few exact encodes check (chat/fitting.py)."""
+        from .fitting import fit
+        return fit(self, messages, max_tokens, tokenizer, tools, documents, mode, **kwargs)
 
     def _encode_masked(self, messages: Any, tokenizer: Any, tools: Any, documents: Any,
                        add_generation_prompt: bool, source: str, options: Any,

@@ -4,6 +4,7 @@
                      [--parts | --json] [--template-name NAME] [--bos TOKEN] [--eos TOKEN]
     jinjamark render --demo
     jinjamark tokens TEMPLATE CONVERSATION.json [--tokenizer TOKENIZER.json]
+    jinjamark fit TEMPLATE CONVERSATION.json --max-tokens N [--tokenizer T] [--mode serve|train]
     jinjamark check TEMPLATE [CONVERSATION.json...] [--json]
     jinjamark diff A B CONVERSATION.json [--expected]
     jinjamark ast TEMPLATE [--json]
@@ -94,6 +95,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     from .ast import add_ast
     from .check import add_check
     from .diff import add_diff
+    from .fit import add_fit
     from .render import add_render, add_tokens
 
     parser = argparse.ArgumentParser(
@@ -103,7 +105,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
                         help="print the version and exit")
     commands = parser.add_subparsers(dest="command_name", required=True, metavar="COMMAND",
                                      help="what to do ('jinjamark COMMAND --help' for its options)")
-    for add in (add_render, add_tokens, add_check, add_diff, add_ast):
+    for add in (add_render, add_tokens, add_fit, add_check, add_diff, add_ast):
         add(commands)
     add_serve(commands, serving="serve" in [a for a in argv if not a.startswith("-")][:1])
     return parser

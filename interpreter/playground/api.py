@@ -10,6 +10,7 @@ downloaded from a hub.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -101,10 +102,13 @@ class Playground:
     def render(self, request: dict) -> dict:
         """The render as parts (input marked), and its tokens when the model has a tokenizer.
         Asked for (each costs an origin render): `"origins": true` adds the render's origin
-        parts; `"mask": true` adds each token's assistant mask, from `"mask_source"`."""
+        parts; `"mask": true` adds each token's assistant mask, from `"mask_source"`;
+        `"append_only": true` (a render a turn) adds the turns whose prompt is no prefix of the
+        whole render (`append_only`)."""
         source = text_field(request, "template")
         messages, options = chat_arguments(request)
         with_origins = bool_field(request, "origins")
+        with_append_only = bool_field(request, "append_only")
         mask_source = text_field(request, "mask_source", "auto") if bool_field(request, "mask") else None
         if mask_source is not None and mask_source not in MASK_SOURCES:
             raise RequestError(f'"mask_source" must be one of: {", ".join(MASK_SOURCES)}')
@@ -115,6 +119,9 @@ class Playground:
         answer: dict[str, Any] = {"parts": shown_parts(parts)}
         if origins is not None:
             answer["origins"] = shown_origins(origins, messages)
+        if with_append_only:  # token breaks too, with the tokenizer (not of a render too long)
+            tokenizer = None if answer["parts"]["truncated"] else self.model.tokenizer
+            answer["append_only"] = append_only(chat, messages, options, tokenizer)
         if self.model.tokenizer is not None and not answer["parts"]["truncated"]:
             answer["tokens"] = self.tokens(chat, parts, messages, options, mask_source)
         return answer  # (no tokens of a render too long to show)
@@ -287,10 +294,16 @@ def shown_origins(parts: list[OriginPart], messages: Any) -> dict:
         text = part.text[:MAX_SHOWN_CHARACTERS - size]
         size += len(text)
         items.append(origin_item(part, text))
-    roles = [m.get("role") if isinstance(m, dict) and isinstance(m.get("role"), str) else None
-             for m in messages] if isinstance(messages, list) else []
-    return {"items": items, "roles": roles,
+    return {"items": items, "roles": message_roles(messages),
             "truncated": size < sum(len(part.text) for part in parts)}
+
+
+def message_roles(messages: Any) -> list[Optional[str]]:
+    """The role of each message, None where it is not a string."""
+    if not isinstance(messages, list):
+        return []
+    return [m.get("role") if isinstance(m, dict) and isinstance(m.get("role"), str) else None
+            for m in messages]
 
 
 def origin_item(part: OriginPart, text: str) -> dict:
@@ -304,6 +317,24 @@ def origin_item(part: OriginPart, text: str) -> dict:
     if several is not None:
         item["sources"] = [{"message": s.message, "field": s.field, "key": s.key} for s in several]
     return item
+
+
+APPEND_ONLY_ARGUMENTS = frozenset({"tokenizer"})  # check_append_only's own, beyond the render's
+
+
+def append_only(chat: ChatTemplate, messages: Any, options: dict, tokenizer: Any) -> dict:
+    """`ChatTemplate.check_append_only` of the conversation: the prompts checked, whether each
+    is a prefix of the whole render, the breaks (`Break` as a dict) and the role of each message
+    (as `shown_origins` gives them) for the page to name the message of a break."""
+    taken = sorted(APPEND_ONLY_ARGUMENTS.intersection(options))
+    if taken:  # check_append_only would take the variable for its own argument
+        raise RequestError(f'a template variable named "{taken[0]}" cannot be checked for '
+                           "append-only: check_append_only has an argument of that name", "kwargs")
+    with user_errors():
+        found = chat.check_append_only(messages, tokenizer=tokenizer, **options)
+    return {"checked": found.checked, "append_only": found.append_only,
+            "breaks": [dataclasses.asdict(found_break) for found_break in found.breaks],
+            "roles": message_roles(messages)}
 
 
 def tokens(parts: list[Part], tokenizer: Any, chat: ChatTemplate,

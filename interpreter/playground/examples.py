@@ -1,10 +1,12 @@
 """The examples the playground's picker offers: the bundled demo and a few chat templates in the
-shapes model hubs ship (ChatML, Llama-3 headers, Gemma turns, tool calls, generation masks).
+shapes model hubs ship (ChatML, Llama-3 headers, Gemma turns, tool calls, generation masks,
+reasoning kept for the last turn only).
 
 The templates other than the demo are written for the playground, not copied from a model: each
 shows one thing a template author meets (a system message folded into the first turn, roles
 refused with `raise_exception`, tools serialised with `tojson`, `{% generation %}` for assistant
-masks). Conversations are JSON text, as the page edits them.
+masks, past reasoning dropped, which makes a template no longer append-only). Conversations are
+JSON text, as the page edits them.
 """
 from __future__ import annotations
 
@@ -120,6 +122,23 @@ GENERATION = """\
 {%- if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}
 """
 
+REASONING = """\
+{%- set ns = namespace(last_user=-1) %}
+{%- for message in messages %}
+    {%- if message.role == 'user' %}{% set ns.last_user = loop.index0 %}{% endif %}
+{%- endfor %}
+{%- for message in messages %}
+    {{- '<|im_start|>' + message.role + '\\n' }}
+    {%- if message.role == 'assistant' and message.reasoning_content and loop.index0 > ns.last_user %}
+        {{- '<think>\\n' + message.reasoning_content + '\\n</think>\\n\\n' }}
+    {%- endif %}
+    {{- message.content + '<|im_end|>\\n' }}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\\n' }}
+{%- endif %}
+"""
+
 
 def _json(value: object) -> str:
     return json.dumps(value, indent=1, ensure_ascii=False)
@@ -142,6 +161,13 @@ TOOL_CHAT = {
             {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Lyon"}}}]},
         {"role": "tool", "content": "{\"sky\": \"clear\", \"celsius\": 21}"}]}
 
+REASONING_CHAT = {"messages": [
+    {"role": "user", "content": "What is 17 * 3?"},
+    {"role": "assistant", "content": "51.", "reasoning_content": "17 * 3 = 51."},
+    {"role": "user", "content": "And 51 * 2?"},
+    {"role": "assistant", "content": "102.", "reasoning_content": "51 * 2 = 102."},
+    {"role": "user", "content": "Thanks!"}]}
+
 
 def demo() -> Example:
     """The CLI's `render --demo`: Qwen2.5's template and a user message forging special tokens."""
@@ -162,4 +188,6 @@ def examples() -> list[Example]:
         Example("tools", "Tool calls and responses (tojson)", TOOLS, _json(TOOL_CHAT)),
         Example("generation", "{% generation %} for assistant masks", GENERATION,
                 _json({"messages": SIMPLE_CHAT["messages"][1:3]}), add_generation_prompt=False),
+        Example("reasoning", "Reasoning kept for the last turn only (not append-only)", REASONING,
+                _json(REASONING_CHAT)),
     ]

@@ -89,15 +89,21 @@ function clearMark(editor) {
 function reveal(editor) {
   const error = editor.error;
   if (!error || !error.line) { editor.text.focus(); return; }
+  revealAt(editor, error.line, error.column);
+}
+
+// Put the cursor on line `number`, column `column` (code points, from 1; the line's start
+// without one) and scroll it into view.
+function revealAt(editor, number, column) {
   const lines = editor.text.value.split("\n");
   let offset = 0;
-  for (let i = 0; i < error.line - 1 && i < lines.length; i++) offset += lines[i].length + 1;
-  const line = Array.from(lines[error.line - 1] || "");
-  offset += line.slice(0, Math.max(0, (error.column || 1) - 1)).join("").length;
+  for (let i = 0; i < number - 1 && i < lines.length; i++) offset += lines[i].length + 1;
+  const line = Array.from(lines[number - 1] || "");
+  offset += line.slice(0, Math.max(0, (column || 1) - 1)).join("").length;
   editor.text.focus();
   editor.text.setSelectionRange(offset, offset);
   const lineHeight = parseFloat(getComputedStyle(editor.text).lineHeight) || 18;
-  editor.text.scrollTop = Math.max(0, (error.line - 4) * lineHeight);
+  editor.text.scrollTop = Math.max(0, (number - 4) * lineHeight);
 }
 
 function escape(text) {
@@ -126,6 +132,7 @@ function request() {
     kwargs: editors.kwargs.text.value,
     add_generation_prompt: $("add-generation-prompt").checked,
     origins: $("origins").checked,
+    append_only: $("append-only").checked,  // a render a turn
     mask: Boolean(mask),
     mask_source: mask || "auto",
   };
@@ -149,6 +156,7 @@ async function update() {
   // what an error leaves on the page is the last good answer: shown dimmed
   $("render-output").classList.toggle("stale", Boolean(rendered.error));
   $("tokens-output").classList.toggle("stale", Boolean(rendered.error));
+  $("append-only-output").classList.toggle("stale", Boolean(rendered.error));
   $("analysis-output").classList.toggle("stale", Boolean(analysed.error));
   if (!rendered.error) showRender(rendered);
   if (!analysed.error) showAnalysis(analysed);
@@ -201,6 +209,85 @@ function showRender(answer) {
   $("render-info").textContent = `${parts.length} characters, ${input} from input` +
     (parts.truncated ? ` (the first ${parts.items.reduce((n, i) => n + i.text.length, 0)} shown)` : "");
   showTokens(answer.tokens);
+  showAppendOnly(answer.append_only);
+}
+
+// ---------------------------------------------------------------------------- append-only
+
+// The turns whose prompt (what a server renders for that request) is no prefix of the whole
+// conversation's render: a row each, with what each side has there; a click (or Enter) on a
+// row puts the template editor's cursor on the line that wrote the prompt's differing text.
+function showAppendOnly(found) {
+  const out = $("append-only-output");
+  out.textContent = "";
+  out.hidden = !found;
+  if (!found) return;
+  const summary = document.createElement("div");
+  summary.className = `summary ${found.append_only ? "yes" : "no"}`;
+  summary.textContent = found.append_only ?
+    `append-only: each of the ${found.checked} prompts is a prefix of the next` :
+    `not append-only: ${found.breaks.length} of the ${found.checked} prompts are no prefix of the whole render`;
+  out.append(summary);
+  for (const item of found.breaks) out.append(breakRow(item, found.roles));
+}
+
+function breakRow(item, roles) {
+  const row = document.createElement("div");
+  row.className = "break";
+  row.dataset.turn = item.turn;
+  row.dataset.line = item.line || "";
+  const head = document.createElement("div");
+  const words = [`turn ${item.turn}`];
+  if (item.offset !== null) words.push(`character ${item.offset}`);
+  if (item.token !== null) words.push(`token ${item.token}`);
+  if (item.message !== null) words.push(messageName(item.message, roles));
+  head.append(words.join(" \u00b7 ") + " \u00b7 ");
+  const cause = document.createElement("span");
+  cause.className = "cause";
+  cause.textContent = item.cause;
+  head.append(cause);
+  if (item.line) {
+    const line = document.createElement("span");
+    line.className = "line";
+    line.textContent = ` \u00b7 template line ${item.line}` + (item.column ? `, column ${item.column}` : "");
+    head.append(line);
+  }
+  row.append(head);
+  const excerpt = document.createElement("dl");
+  excerpt.className = "excerpt";
+  const side = (name, text) => {
+    const dt = document.createElement("dt");
+    dt.textContent = name;
+    const dd = document.createElement("dd");
+    dd.textContent = text;
+    excerpt.append(dt, dd);
+  };
+  if (item.offset === null) {  // the template raised for this prompt: prompt holds its message
+    side("error", item.prompt);
+  } else if (item.token !== null) {  // the text is a prefix, its tokens are not
+    side("prompt ends", visible(item.prompt));
+    side("whole has", visible(item.whole));
+  } else {
+    side("prompt has", visible(item.prompt));
+    side("whole has", visible(item.whole));
+  }
+  row.append(excerpt);
+  if (item.line) {
+    row.tabIndex = 0;
+    row.setAttribute("role", "button");
+    row.title = `go to template line ${item.line}`;
+    const go = () => revealAt(editors.template, item.line, item.column);
+    row.addEventListener("click", go);
+    row.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" || event.key === " ") { event.preventDefault(); go(); }
+    });
+  }
+  return row;
+}
+
+// Text with its newlines, tabs and other control characters escaped, in quotes: "a\nb".
+function visible(text) {
+  return JSON.stringify(text);
 }
 
 // ---------------------------------------------------------------------------- origins
@@ -352,6 +439,7 @@ async function start() {
   $("model").textContent = state.model ? `model ${state.model}${tokens ? " · " + tokens : ""}` : "";
   $("add-generation-prompt").addEventListener("change", schedule);
   $("origins").addEventListener("change", schedule);
+  $("append-only").addEventListener("change", schedule);
   $("mask").addEventListener("change", schedule);
   $("mask").disabled = !state.tokenizer;  // a mask is over tokens
   const first = state.examples[0];  // its conversation; the model's template when there is one

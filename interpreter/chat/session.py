@@ -1,0 +1,190 @@
+"""Encoding sessions: a server that receives the whole conversation on every request tokenizes
+only what is new.
+
+`ChatTemplate.session(tokenizer, ...)` keeps the previous request's text, input marks and ids.
+Each `encode` renders the conversation (marked, as `encode` does) and finds where its text and
+marks stop agreeing with the previous one's. The ids are kept up to the last **safe boundary**
+before that point: the end of a control token the template wrote. A tokenizer cuts its input at
+added tokens before anything else (normalizer, pre-tokenizer, model), so what follows such a
+token is tokenized as if nothing came before it; the rest is encoded after that very token,
+whose id is then dropped (a tokenizer that marks the start of a text, such as SentencePiece's
+prepended '▁', would otherwise mark it there; one that swallows whitespace after it, `rstrip`,
+swallows it there too). A token whose characters are more than its text (it swallowed the
+whitespace before it, `lstrip`) is no boundary. Without one, or with a tokenizer that gives no offsets, the whole
+text is encoded, as `encode` does.
+
+Every step over the whole request is made in C (joining, comparing and summing lists), so that
+what a request costs in Python grows with its new text, not with the conversation.
+
+A session belongs to one conversation (one cache); its calls are serialised by a lock, so a
+session shared by threads stays consistent, but interleaving two conversations in one session
+just re-encodes.
+"""
+from __future__ import annotations
+
+import threading
+from bisect import bisect_right
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Sequence
+
+from ..evaluation.output import Part
+from .encoding import InputRuns, backend_of, encode_runs
+from .prefixes import common_prefix
+
+if TYPE_CHECKING:
+    from .template import ChatTemplate
+
+
+class SessionEncoding(NamedTuple):
+    """One request's ids (equal to a fresh `encode`); `reused`: how many leading ids equal the
+    previous request's (what a KV cache can keep); `tokenized`: how many characters were
+    encoded for this request (the new text, from the last safe boundary on)."""
+    input_ids: list[int]
+    reused: int
+    tokenized: int
+
+
+class _Request(NamedTuple):
+    """A rendered request as the session compares it: its text, and its parts' lengths and
+    input flags."""
+    text: str
+    lengths: list[int]
+    flags: tuple[bool, ...]
+
+    @classmethod
+    def of(cls, parts: Sequence[Part]) -> "_Request":
+        texts, flags = zip(*parts) if parts else ((), ())  # one transposition, in C
+        return cls("".join(texts), list(map(len, texts)), flags)
+
+
+class _Previous(NamedTuple):
+    request: _Request
+    ids: list[int]
+    boundaries: list[tuple[int, int]]  # (character where a safe boundary is, ids before it), sorted
+
+
+class EncodingSession:
+    """See the module. Made by `ChatTemplate.session`."""
+
+    def __init__(self, chat: "ChatTemplate", tokenizer: Any, tools: Any = None,
+                 documents: Any = None, **kwargs: Any) -> None:
+        from .loading import select_template  # noqa: PLC0415
+        from .tokenization import control_tokens  # noqa: PLC0415
+        self.chat, self.tokenizer = chat, tokenizer
+        self.options = dict(tools=tools, documents=documents, **kwargs)
+        template = chat.compiled(select_template(chat.templates, chat.template_name, tools))
+        self.control = control_tokens(tokenizer, template)
+        self.safe_ids = frozenset(self.control.values())
+        self.content = {token_id: content for content, token_id in self.control.items()}
+        self.incremental = backend_of(tokenizer) is not None  # offsets are needed to find boundaries
+        self._previous: Optional[_Previous] = None
+        self._lock = threading.Lock()
+
+    def encode(self, messages: Any, add_generation_prompt: bool = True) -> SessionEncoding:
+        """The ids of `messages` rendered (as `ChatTemplate.encode` gives them), tokenizing only
+        what follows the last safe boundary the previous request shares."""
+        return self.encode_parts(self.chat.render_parts(
+            messages, add_generation_prompt=add_generation_prompt, **self.options))
+
+    def encode_parts(self, parts: Sequence[Part]) -> SessionEncoding:
+        """`encode` of a request already rendered (`render_parts`' parts, input marked): the
+        tokenizing step alone (what the benchmark times)."""
+        request = _Request.of(parts)
+        with self._lock:
+            previous = self._previous
+            start, kept = self._boundary(previous, request) if previous is not None else (0, 0)
+            if start:
+                found = self._encode_after(parts, request, previous, start, kept)
+            else:
+                found = None
+            if found is None:  # the first request, no shared boundary, or no clean cut
+                ids, boundaries, tokenized = self._encode_whole(parts, request)
+                reused = common_prefix(previous.ids, ids) if previous is not None else 0
+            else:
+                ids, boundaries, tokenized, reused = found
+            self._previous = _Previous(request, ids, boundaries)
+        return SessionEncoding(ids, reused, tokenized)
+
+    def reset(self) -> None:
+        """Forget the previous request (the next one is encoded whole)."""
+        with self._lock:
+            self._previous = None
+
+    # ------------------------------------------------------------------------ steps
+
+    def _boundary(self, previous: _Previous, request: _Request) -> tuple[int, int]:
+        """(character, ids before it) of the last safe boundary inside what the two requests
+        share, text and marks both; (0, 0) when there is none."""
+        if not self.incremental:
+            return 0, 0
+        shared = min(common_prefix(previous.request.text, request.text),
+                     _marks_agree(previous.request, request))
+        at = bisect_right(previous.boundaries, (shared, len(previous.ids)))
+        return previous.boundaries[at - 1] if at else (0, 0)
+
+    def _encode_whole(self, parts: Sequence[Part], request: _Request) -> tuple[list[int], list, int]:
+        runs = InputRuns(parts)
+        encoded = encode_runs([runs], self.tokenizer, self.control)[0]
+        return encoded.ids, self._boundaries_in(encoded, 0, 0, runs), len(request.text)
+
+    def _encode_after(self, parts: Sequence[Part], request: _Request, previous: _Previous,
+                      start: int, kept: int) -> Optional[tuple[list[int], list, int, int]]:
+        """The ids: the previous ones before the boundary at `start`, the rest encoded after
+        the control token that ends there (template text: its id comes first, and is dropped);
+        None when that token does not come out first (no clean cut)."""
+        token_id = previous.ids[kept - 1]
+        token = self.content[token_id]
+        tail = InputRuns([Part(token, False), *_parts_from(parts, len(request.text), start)])
+        encoded = encode_runs([tail], self.tokenizer, self.control)[0]
+        if not encoded.ids or encoded.ids[0] != token_id:
+            return None
+        new = encoded.ids[1:]
+        ids = previous.ids[:kept]  # one copy of what is kept (the caller may hold the old list)
+        ids.extend(new)
+        reused = kept + common_prefix(previous.ids[kept:], new)
+        boundaries = previous.boundaries[:bisect_right(previous.boundaries, (start, kept))]
+        after = self._boundaries_in(encoded, start - len(token), kept - 1, tail)
+        boundaries.extend(b for b in after if b[0] > start)
+        return ids, boundaries, len(request.text) - start, reused
+
+    def _boundaries_in(self, encoded: Any, shift: int, first_id: int,
+                       runs: InputRuns) -> list[tuple[int, int]]:
+        """The safe boundaries of an encoding: after each control token the template wrote
+        (characters and id positions moved to the whole text's)."""
+        offsets = encoded.offsets if self.incremental else None
+        if offsets is None:
+            return []
+        out = []
+        safe = self.safe_ids
+        for index, token_id in enumerate(encoded.ids):
+            if token_id in safe:
+                begin, end = offsets[index]
+                if end - begin == len(self.content[token_id]) and not runs.touches(begin, end):
+                    out.append((end + shift, first_id + index + 1))
+        return out
+
+
+def _parts_from(parts: Sequence[Part], end: int, start: int) -> list[Part]:
+    """The parts of the characters from `start` on (`end`: the length of the whole), found
+    from the end: the new text is short, the conversation before it long."""
+    first, begin = len(parts), end
+    while first and begin > start:
+        first -= 1
+        begin -= len(parts[first].text)
+    if first == len(parts):
+        return []
+    head = parts[first]
+    out = [head if begin >= start else Part(head.text[start - begin:], head.is_input)]
+    out.extend(parts[first + 1:])
+    return out
+
+
+def _marks_agree(a: _Request, b: _Request) -> int:
+    """How far the input marks of two requests agree, character by character: the same text may
+    be the template's in one and input in the other, and then its tokens differ."""
+    same = min(common_prefix(a.lengths, b.lengths), common_prefix(a.flags, b.flags))
+    if same == len(a.lengths) or same == len(b.lengths):  # one request's parts all agree
+        return min(len(a.text), len(b.text))
+    begin = sum(a.lengths[:same])
+    if a.flags[same] == b.flags[same]:  # the same flag, one part longer
+        return begin + min(a.lengths[same], b.lengths[same])
+    return begin
