@@ -13,8 +13,9 @@ swallows it there too). A token whose characters are more than its text (it swal
 whitespace before it, `lstrip`) is no boundary. Without one, or with a tokenizer that gives no offsets, the whole
 text is encoded, as `encode` does.
 
-Every step over the whole request is made in C (joining, comparing and summing lists), so that
-what a request costs in Python grows with its new text, not with the conversation.
+Every step over the whole request is made in C (comparing its parts with the previous request's,
+copying the kept ids), so that what a request costs in Python grows with its new text, not with
+the conversation.
 
 A session belongs to one conversation (one cache); its calls are serialised by a lock, so a
 session shared by threads stays consistent, but interleaving two conversations in one session
@@ -24,6 +25,8 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_right
+from itertools import accumulate
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Sequence
 
 from ..evaluation.output import Part
@@ -44,16 +47,13 @@ class SessionEncoding(NamedTuple):
 
 
 class _Request(NamedTuple):
-    """A rendered request as the session compares it: its text, and its parts' lengths and
-    input flags."""
-    text: str
-    lengths: list[int]
-    flags: tuple[bool, ...]
+    """A rendered request as the session keeps it: its parts, and where each ends."""
+    parts: list[Part]
+    ends: list[int]
 
-    @classmethod
-    def of(cls, parts: Sequence[Part]) -> "_Request":
-        texts, flags = zip(*parts) if parts else ((), ())  # one transposition, in C
-        return cls("".join(texts), list(map(len, texts)), flags)
+    @property
+    def length(self) -> int:
+        return self.ends[-1] if self.ends else 0
 
 
 class _Previous(NamedTuple):
@@ -88,10 +88,10 @@ class EncodingSession:
     def encode_parts(self, parts: Sequence[Part]) -> SessionEncoding:
         """`encode` of a request already rendered (`render_parts`' parts, input marked): the
         tokenizing step alone (what the benchmark times)."""
-        request = _Request.of(parts)
         with self._lock:
             previous = self._previous
-            start, kept = self._boundary(previous, request) if previous is not None else (0, 0)
+            request, shared = _compared(list(parts), previous.request if previous else None)
+            start, kept = self._boundary(previous, shared) if previous is not None else (0, 0)
             if start:
                 found = self._encode_after(parts, request, previous, start, kept)
             else:
@@ -111,20 +111,18 @@ class EncodingSession:
 
     # ------------------------------------------------------------------------ steps
 
-    def _boundary(self, previous: _Previous, request: _Request) -> tuple[int, int]:
-        """(character, ids before it) of the last safe boundary inside what the two requests
-        share, text and marks both; (0, 0) when there is none."""
+    def _boundary(self, previous: _Previous, shared: int) -> tuple[int, int]:
+        """(character, ids before it) of the last safe boundary within the `shared` characters
+        (text and marks both); (0, 0) when there is none."""
         if not self.incremental:
             return 0, 0
-        shared = min(common_prefix(previous.request.text, request.text),
-                     _marks_agree(previous.request, request))
         at = bisect_right(previous.boundaries, (shared, len(previous.ids)))
         return previous.boundaries[at - 1] if at else (0, 0)
 
     def _encode_whole(self, parts: Sequence[Part], request: _Request) -> tuple[list[int], list, int]:
         runs = InputRuns(parts)
         encoded = encode_runs([runs], self.tokenizer, self.control)[0]
-        return encoded.ids, self._boundaries_in(encoded, 0, 0, runs), len(request.text)
+        return encoded.ids, self._boundaries_in(encoded, 0, 0, runs), request.length
 
     def _encode_after(self, parts: Sequence[Part], request: _Request, previous: _Previous,
                       start: int, kept: int) -> Optional[tuple[list[int], list, int, int]]:
@@ -133,7 +131,7 @@ class EncodingSession:
         None when that token does not come out first (no clean cut)."""
         token_id = previous.ids[kept - 1]
         token = self.content[token_id]
-        tail = InputRuns([Part(token, False), *_parts_from(parts, len(request.text), start)])
+        tail = InputRuns([Part(token, False), *_parts_from(request, start)])
         encoded = encode_runs([tail], self.tokenizer, self.control)[0]
         if not encoded.ids or encoded.ids[0] != token_id:
             return None
@@ -144,7 +142,7 @@ class EncodingSession:
         boundaries = previous.boundaries[:bisect_right(previous.boundaries, (start, kept))]
         after = self._boundaries_in(encoded, start - len(token), kept - 1, tail)
         boundaries.extend(b for b in after if b[0] > start)
-        return ids, boundaries, len(request.text) - start, reused
+        return ids, boundaries, request.length - start, reused
 
     def _boundaries_in(self, encoded: Any, shift: int, first_id: int,
                        runs: InputRuns) -> list[tuple[int, int]]:
@@ -163,28 +161,47 @@ class EncodingSession:
         return out
 
 
-def _parts_from(parts: Sequence[Part], end: int, start: int) -> list[Part]:
-    """The parts of the characters from `start` on (`end`: the length of the whole), found
-    from the end: the new text is short, the conversation before it long."""
-    first, begin = len(parts), end
-    while first and begin > start:
-        first -= 1
-        begin -= len(parts[first].text)
-    if first == len(parts):
+def _compared(parts: list[Part], previous: Optional[_Request]) -> tuple[_Request, int]:
+    """The request, and how many of its characters agree with the previous one's, text and
+    input marks both (the same text may be the template's in one and input in the other, and
+    then its tokens differ). Parts are compared as they are, in C; the ends of those the two
+    share are the previous request's, so that only the new parts are measured in Python."""
+    if previous is None:
+        return _Request(parts, list(accumulate(map(len, map(_TEXT, parts))))), 0
+    same = _shared_parts(previous.parts, parts)
+    begin = previous.ends[same - 1] if same else 0
+    ends = previous.ends[:same]
+    ends.extend(accumulate(map(len, map(_TEXT, parts[same:])), initial=begin))
+    del ends[same]  # accumulate's initial value
+    shared = begin
+    if same < len(parts) and same < len(previous.parts) \
+            and parts[same].is_input == previous.parts[same].is_input:  # one part longer
+        shared += common_prefix(previous.parts[same].text, parts[same].text)
+    return _Request(parts, ends), shared
+
+
+_TEXT = itemgetter(0)
+
+
+def _shared_parts(a: list, b: list) -> int:
+    """How many leading parts two requests share: all of the previous one's, or all but its
+    last (a prompt the next request extends) at the cost of one comparison, else by halving."""
+    n = len(a)
+    if b[:n] == a:
+        return n
+    if n and b[:n - 1] == a[:n - 1]:
+        return n - 1
+    return common_prefix(a, b)
+
+
+def _parts_from(request: _Request, start: int) -> list[Part]:
+    """The parts of the characters from `start` on (found by bisection on their ends)."""
+    parts, ends = request.parts, request.ends
+    first = bisect_right(ends, start)
+    if first >= len(parts):
         return []
     head = parts[first]
+    begin = ends[first] - len(head.text)
     out = [head if begin >= start else Part(head.text[start - begin:], head.is_input)]
     out.extend(parts[first + 1:])
     return out
-
-
-def _marks_agree(a: _Request, b: _Request) -> int:
-    """How far the input marks of two requests agree, character by character: the same text may
-    be the template's in one and input in the other, and then its tokens differ."""
-    same = min(common_prefix(a.lengths, b.lengths), common_prefix(a.flags, b.flags))
-    if same == len(a.lengths) or same == len(b.lengths):  # one request's parts all agree
-        return min(len(a.text), len(b.text))
-    begin = sum(a.lengths[:same])
-    if a.flags[same] == b.flags[same]:  # the same flag, one part longer
-        return begin + min(a.lengths[same], b.lengths[same])
-    return begin
