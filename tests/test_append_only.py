@@ -1,8 +1,8 @@
 """`ChatTemplate.check_append_only`: each turn's prompt against the whole conversation's render.
 
 The breaks and their offsets are checked against renders by transformers itself (the prefix a
-server renders, `apply_chat_template(messages[:k], add_generation_prompt=...)`), over every corpus
-template and generated long conversations (slow); the causes, messages and template lines on
+server renders, `apply_chat_template(messages[:k], add_generation_prompt=...)`), and the token
+breaks against its token ids, over every corpus template and generated long conversations (slow); the causes, messages and template lines on
 small templates written here, where they are known by hand.
 """
 from __future__ import annotations
@@ -218,8 +218,8 @@ def hf_tokenizer():
     return PreTrainedTokenizerFast(tokenizer_object=raw, bos_token="<s>", eos_token="</s>")
 
 
-CASES = {"plain": (conversation(5), None), "reasoning": (conversation(4, reasoning=True), None),
-         "tools": (tool_conversation(2), TOOLS)}
+CASES = {"plain": (conversation(10), None), "reasoning": (conversation(8, reasoning=True), None),
+         "tools": (tool_conversation(4), TOOLS)}  # 21, 17 and 17 messages
 
 
 @pytest.mark.slow
@@ -236,6 +236,10 @@ def test_breaks_equal_transformers_prefix_renders(name, source, hf_tokenizer, mo
     def theirs(messages, **options):
         return hf_tokenizer.apply_chat_template(messages, tokenize=False, chat_template=source, **options)
 
+    def ids(messages, **options):
+        return hf_tokenizer.apply_chat_template(messages, tokenize=True, return_dict=False,
+                                                chat_template=source, **options)
+
     template = chat(source)
     for case, (messages, tools) in CASES.items():
         try:
@@ -244,27 +248,34 @@ def test_breaks_equal_transformers_prefix_renders(name, source, hf_tokenizer, mo
             with pytest.raises((ValueError, TypeError)):
                 template.check_append_only(messages, tools=tools)
             continue
-        want, refused = {}, set()
+        want, want_tokens, refused = {}, {}, set()
         whole = theirs(messages, tools=tools)
+        whole_ids = ids(messages, tools=tools)
         for k in range(1, len(messages)):
+            prompting = messages[k]["role"] == "assistant"
             try:
-                prompt = theirs(messages[:k], tools=tools,
-                                add_generation_prompt=messages[k]["role"] == "assistant")
+                prompt = theirs(messages[:k], tools=tools, add_generation_prompt=prompting)
             except Exception:  # noqa: BLE001
                 refused.add(k)
                 continue
             if not whole.startswith(prompt):
                 want[k] = next(i for i, (a, b) in enumerate(zip(prompt, whole)) if a != b) \
                     if any(a != b for a, b in zip(prompt, whole)) else min(len(prompt), len(whole))
-        report = template.check_append_only(messages, tools=tools)
-        got = {b.turn: b.offset for b in report.breaks if b.cause != REFUSED}
+                continue
+            prompt_ids = ids(messages[:k], tools=tools, add_generation_prompt=prompting)
+            if whole_ids[:len(prompt_ids)] != prompt_ids:  # a text prefix whose tokens merge
+                want_tokens[k] = next(i for i, (a, b) in enumerate(zip(prompt_ids, whole_ids)) if a != b)
+        report = template.check_append_only(messages, tools=tools, tokenizer=hf_tokenizer)
+        got = {b.turn: b.offset for b in report.breaks if b.cause not in (REFUSED, TOKENS)}
         assert got == want, f"{case}: breaks {got} != transformers' {want}"
+        got_tokens = {b.turn: b.token for b in report.breaks if b.cause == TOKENS}
+        assert got_tokens == want_tokens, f"{case}: token breaks {got_tokens} != {want_tokens}"
         assert {b.turn for b in report.breaks if b.cause == REFUSED} == refused, case
         for found in report.breaks:
             assert found.message is not None, (case, found)
             if found.cause != REFUSED:
                 assert found.line is not None and found.cause in (PAST_REASONING, GENERATION_PROMPT,
-                                                                  LAST_TURN, POSITION, DATA), (case, found)
+                                                                  LAST_TURN, POSITION, DATA, TOKENS), (case, found)
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import pathlib
 import pty
 import re
 import select
@@ -328,3 +329,33 @@ def test_python_dash_m_is_the_same_command():
 def test_a_wrong_command_line_is_usage_with_status_2():
     for argv in ([], ["render"], ["render", CHATML], ["frobnicate"], ["render", CHATML, INJECTION, "--nope"]):
         assert_clean(script(*argv), 2)
+
+
+def test_the_quick_start_test_command_is_the_script_ci_runs():
+    """README's second command is tests/run.sh, and .ci/run runs exactly it (no second list of
+    what the tests need)."""
+    root = pathlib.Path(__file__).parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Quick start", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    assert block.splitlines() == ["pip install . && jinjamark render --demo", "sh tests/run.sh"]
+    assert "\nsh tests/run.sh\n" in (root / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_the_test_script_installs_the_extra_and_passes_its_arguments_to_pytest(tmp_path):
+    """With a stand-in python that records how it is called, and a browser on PATH: the test
+    extra installed in editable mode, then pytest with the arguments given."""
+    log = tmp_path / "calls"
+    fake = tmp_path / "python"
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
+    fake.chmod(0o755)
+    for name in ("chromium", "chromedriver"):
+        (tmp_path / name).write_text("#!/bin/sh\n")
+        (tmp_path / name).chmod(0o755)
+    root = pathlib.Path(__file__).parent.parent
+    done = subprocess.run(["sh", str(root / "tests" / "run.sh"), "-m", "not slow", "-x"],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHON": str(fake),
+                               "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"})
+    assert done.returncode == 0, done.stderr
+    assert log.read_text().splitlines() == ["-m pip install -q -e .[test]", "-m pytest -m not slow -x"]
+    assert "apt" not in done.stdout + done.stderr  # the browser is there: nothing to install

@@ -143,8 +143,8 @@ def test_reset_encodes_the_next_request_whole(tokenizer):
     assert again.reused == 0 and again.tokenized == len(chat.render(messages[:4], add_generation_prompt=True))
 
 
-CASES = {"plain": (conversation(6), None), "reasoning": (conversation(4, reasoning=True), None),
-         "tools": (tool_conversation(2), TOOLS)}
+CASES = {"plain": (conversation(10), None), "reasoning": (conversation(6, reasoning=True), None),
+         "tools": (tool_conversation(3), TOOLS)}
 
 
 @pytest.mark.slow
@@ -175,3 +175,13 @@ def test_the_same_text_turned_from_template_to_input_is_encoded_again(tokenizer)
     assert chat.render(messages).startswith(chat.render(messages[:1]))
     assert second.input_ids == chat.encode(messages, tokenizer)
     assert second.input_ids[0] != first.input_ids[0] and second.reused == 0
+
+
+def test_changing_the_ids_returned_does_not_change_the_next_request(tokenizer):
+    chat = jinjamark.ChatTemplate(CHATML)
+    session = chat.session(tokenizer)
+    messages = conversation(3)
+    first = session.encode(messages[:2])
+    first.input_ids[:] = [0] * len(first.input_ids)  # a caller appending, padding, truncating
+    second = session.encode(messages[:4])
+    assert second.input_ids == chat.encode(messages[:4], tokenizer, add_generation_prompt=True)

@@ -102,7 +102,7 @@ class EncodingSession:
             else:
                 ids, boundaries, tokenized, reused = found
             self._previous = _Previous(request, ids, boundaries)
-        return SessionEncoding(ids, reused, tokenized)
+            return SessionEncoding(list(ids), reused, tokenized)  # a copy: the caller may change it
 
     def reset(self) -> None:
         """Forget the previous request (the next one is encoded whole)."""
@@ -136,9 +136,10 @@ class EncodingSession:
         if not encoded.ids or encoded.ids[0] != token_id:
             return None
         new = encoded.ids[1:]
-        ids = previous.ids[:kept]  # one copy of what is kept (the caller may hold the old list)
-        ids.extend(new)
         reused = kept + common_prefix(previous.ids[kept:], new)
+        ids = previous.ids  # the session's own list (callers get copies): changed in place
+        del ids[kept:]
+        ids.extend(new)
         boundaries = previous.boundaries[:bisect_right(previous.boundaries, (start, kept))]
         after = self._boundaries_in(encoded, start - len(token), kept - 1, tail)
         boundaries.extend(b for b in after if b[0] > start)
