@@ -11,17 +11,17 @@ prompt. The text is the same as `render`'s.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import Any, Optional, Union
 
 from ..evaluation import origins as engine
 from ..evaluation.origins import OriginPart, to_origin_parts
 from ..values.marks import mark
 from ..values.sources import Source
 from ..values.sourced import traced
+from .loading import select_template
 from .normalize import REASONING_FIELDS, check_documents, check_tools, normalize_messages, plain, split_batch
-
-if TYPE_CHECKING:
-    from .template import ChatTemplate
+# template.py imports this module only inside its methods: it is loaded whole by then
+from .template import ChatTemplate, _Render, refuse_consumed, trust
 
 
 def render_runs(chat: "ChatTemplate", messages: Any, tools: Any = None, documents: Any = None,
@@ -29,8 +29,6 @@ def render_runs(chat: "ChatTemplate", messages: Any, tools: Any = None, document
                 **kwargs: Any) -> tuple[list[engine.Run], list[dict]]:
     """One conversation rendered with origins: the runs, and the messages as normalised (so
     that run `turn`s and `Source.message`s index them)."""
-    from .loading import select_template  # noqa: PLC0415
-    from .template import _Render, refuse_consumed, trust  # noqa: PLC0415 - template.py imports us
     refuse_consumed(kwargs)
     if "messages" in kwargs:
         raise TypeError("render() got multiple values for keyword argument 'messages'")
@@ -212,7 +210,6 @@ def masked_render(chat: "ChatTemplate", messages: Any, tools: Any = None, docume
     from origins. The options are named as `apply_chat_template`'s, never a template's variable."""
     from ..evaluation.output import Part  # noqa: PLC0415
     from .masks import MaskOptions, from_origins  # noqa: PLC0415
-    from .loading import select_template  # noqa: PLC0415
     if not from_origins(chat.compiled(select_template(chat.templates, chat.template_name, tools)),
                         assistant_mask_source):
         (parts, spans), = chat.render_batch([messages], tools=tools, documents=documents,
