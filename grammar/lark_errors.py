@@ -78,7 +78,7 @@ class Failure:
     def explain(self, exc) -> tuple[str, tuple[int, int]]:
         history = getattr(exc, "token_history", None) or ()
         last = history[-1] if history else None
-        if self.lone_brace(last, None):  # `{{ x }` then something else
+        if self.stray_brace(last):  # `{{ x }` then something else
             return "unexpected '}'", position(self.text, last.start_pos)
         if isinstance(exc, UnexpectedToken) and exc.token.type == "$END":
             return self.early_end()
@@ -236,6 +236,16 @@ class Failure:
         elif kind in (BLOCK, COMMENT) and sign != "+" and options.trim_blocks and body[:1] in ("\r", "\n"):
             start += 2 if body.startswith("\r\n") else 1
         return start, end
+
+    def stray_brace(self, last: Any) -> bool:
+        """Whether `last`, the token before one the lexer could not read, is a lone `}`. Lark
+        gives no token before it: the parser, replayed up to it, tells whether it is the second
+        half of a print statement's end (`{{ x }}{% bogus %}`: the tag is what is wrong)."""
+        if not self.lone_brace(last, None) or self.read_until is None:
+            return self.lone_brace(last, None)  # without a replay, the text alone decides
+        _, parser = self.read_until(last.end_pos)
+        stack = parser.parser_state.value_stack
+        return bool(stack) and self.lone_brace(stack[-1], stack[-2] if len(stack) > 1 else None)
 
     def lone_brace(self, last: Any, before: Any) -> bool:
         """A `}` that Lark read as the first half of a print statement's end, with no second

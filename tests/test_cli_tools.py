@@ -147,6 +147,26 @@ def test_check_of_a_broken_template_exits_1_with_a_caret_and_renders_nothing(tmp
         ("TemplateSyntaxError", 2, 14)]
 
 
+def test_check_of_a_misspelled_end_tag_after_a_print_statement_points_at_the_tag(tmp_path, capsys):
+    source = "{% for m in messages %}{{ m.content }}{% endfo %}"
+    broken = tmp_path / "misspelled.jinja"
+    broken.write_text(source, encoding="utf-8")
+    status, out, _ = run(capsys, "check", broken)
+    assert status == 1
+    assert ("Encountered unknown tag 'endfo'. Jinja was looking for the following tags: 'endfor' or "
+            "'else'. The innermost block that needs to be closed is 'for'.") in out
+    assert "line 1, column 39" in out and "unexpected '}'" not in out
+    lines = out.splitlines()
+    caret = next(i for i, line in enumerate(lines) if line.strip() == "^")
+    assert lines[caret - 1].strip() == source
+    assert lines[caret - 1][lines[caret].index("^"):].startswith("{% endfo")
+
+    status, out, _ = run(capsys, "check", broken, "--json")
+    report = json.loads(out)
+    assert [(e["type"], e["line"], e["column"]) for e in report["errors"]] == [
+        ("TemplateSyntaxError", 1, 39)]
+
+
 def test_check_reports_raise_exception_with_the_conversation_and_prompt(tmp_path, capsys):
     template = tmp_path / "strict.jinja"
     template.write_text("{% if add_generation_prompt %}{{ raise_exception('no prompt here') }}"

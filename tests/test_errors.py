@@ -96,6 +96,54 @@ def test_unknown_tag_is_reported_in_jinja2_words(source):
     assert e.message == jinja2_error(source).message
 
 
+FOR_CLOSERS = " Jinja was looking for the following tags: 'endfor' or 'else'. The innermost block that needs to be closed is 'for'."
+IF_CLOSERS = (" Jinja was looking for the following tags: 'elif' or 'else' or 'endif'. "
+              "The innermost block that needs to be closed is 'if'.")
+MISSPELLED_TAGS = [
+    # (source, Jinja2's message, line, our column: the tag's opener, `{%`)
+    ("{% for m in messages %}{{ m.content }}{% endfo %}", "Encountered unknown tag 'endfo'." + FOR_CLOSERS, 1, 39),
+    ("{{ x }}{% bogus %}", "Encountered unknown tag 'bogus'.", 1, 8),
+    ("{% if x %}{{ x }}{% endiff %}", "Encountered unknown tag 'endiff'." + IF_CLOSERS, 1, 18),
+    ("text{% bogus %}", "Encountered unknown tag 'bogus'.", 1, 5),
+    ("{% if x %}{% endiff %}", "Encountered unknown tag 'endiff'." + IF_CLOSERS, 1, 11),
+    ("{% bogus %}{{ x }}", "Encountered unknown tag 'bogus'.", 1, 1),
+    ("{% for m in ms %}{{ m }}{%- endfo -%}", "Encountered unknown tag 'endfo'." + FOR_CLOSERS, 1, 25),
+    ("{% for m in ms %}{{ m -}}{%+ endfo %}", "Encountered unknown tag 'endfo'." + FOR_CLOSERS, 1, 26),
+    ("{% for m in ms %}{{ m }}{% endfo %} trailing {{ m }}{% endfor %}",
+     "Encountered unknown tag 'endfo'." + FOR_CLOSERS, 1, 25),
+    ("{% for m in ms %}\n  {{ m }}\n  {{ m }}{% endfo %}\n", "Encountered unknown tag 'endfo'." + FOR_CLOSERS, 3, 10),
+    ("{{ x }}{% bogus", "Encountered unknown tag 'bogus'.", 1, 8),
+    ("{% macro m() %}{{ x }}{% endmacr %}", "Encountered unknown tag 'endmacr'. Jinja was looking for the "
+     "following tags: 'endmacro'. The innermost block that needs to be closed is 'macro'.", 1, 23),
+    ("{% call m() %}{{ x }}{% endcal %}", "Encountered unknown tag 'endcal'. Jinja was looking for the "
+     "following tags: 'endcall'. The innermost block that needs to be closed is 'call'.", 1, 22),
+    ("{% filter upper %}{{ x }}{% endfilt %}", "Encountered unknown tag 'endfilt'. Jinja was looking for "
+     "the following tags: 'endfilter'. The innermost block that needs to be closed is 'filter'.", 1, 26),
+    ("{% set a %}{{ x }}{% endst %}", "Encountered unknown tag 'endst'. Jinja was looking for the "
+     "following tags: 'endset'. The innermost block that needs to be closed is 'set'.", 1, 19),
+    ("{% if x %}{% else %}{{ x }}{% endiff %}", "Encountered unknown tag 'endiff'. Jinja was looking for "
+     "the following tags: 'endif'. The innermost block that needs to be closed is 'if'.", 1, 28),
+    ("{{ x }}{% %}", "tag name expected", 1, 8),
+    ("{{ x }}{# never closed", "Missing end of comment tag", 1, 8),
+]
+
+
+@pytest.mark.parametrize("source,message,line,column", MISSPELLED_TAGS)
+def test_a_misspelled_tag_anywhere_gets_jinja2s_message_at_the_tag(source, message, line, column):
+    e = syntax_error(source, name="chat.jinja")
+    theirs = jinja2_error(source)
+    assert (e.message, e.lineno) == (theirs.message, theirs.lineno) == (message, line)
+    assert (e.column, source.splitlines()[line - 1][column - 1]) == (column, "{")  # Jinja2 gives no column
+    assert_caret(e, source)
+
+
+@pytest.mark.parametrize("source", ["{{ {'a': 1}}x", "{{ x }x", "{{ x }{% endif %}"])
+def test_a_brace_that_ends_no_print_statement_is_still_refused_at_the_brace(source):
+    e = syntax_error(source)
+    assert e.message == jinja2_error(source).message == "unexpected '}'"
+    assert source[e.column - 1] == "}"
+
+
 @pytest.mark.parametrize("source,message", [
     ("{% for x in xs %}", "Unexpected end of template. Jinja was looking for the following tags: "
                           "'endfor' or 'else'."),

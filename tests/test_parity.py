@@ -98,8 +98,9 @@ DELIMITERS = [{}, SETS["angle"], SETS["hash_lines"], SETS["latex"], SETS["parens
 
 @st.composite
 def nestings(draw):
-    """A random run of block tags (opened, closed, closed wrongly, continued with else), text,
-    comments, print statements and raw blocks, in one delimiter set, often left unclosed."""
+    """A random run of block tags (opened, closed, closed wrongly, continued with else,
+    misspelled), text, comments, print statements and raw blocks, in one delimiter set, often
+    left unclosed."""
     d = draw(st.sampled_from(DELIMITERS))
     bs, be = d.get("block_start_string", "{%"), d.get("block_end_string", "%}")
     vs, ve = d.get("variable_start_string", "{{"), d.get("variable_end_string", "}}")
@@ -114,7 +115,8 @@ def nestings(draw):
 
     pieces, stack = [], []
     for action in draw(st.lists(st.sampled_from(["open", "open", "close", "close", "wrong", "else",
-                                                 "text", "text", "other"]), min_size=1, max_size=10)):
+                                                 "text", "text", "other", "unknown"]),
+                                min_size=1, max_size=10)):
         if action == "open":
             block = draw(st.sampled_from(sorted(OPENERS)))
             pieces.append(tag(OPENERS[block]))
@@ -123,6 +125,9 @@ def nestings(draw):
             pieces.append(tag("end" + stack.pop()))
         elif action == "wrong":
             pieces.append(tag("end" + draw(st.sampled_from(sorted(OPENERS)))))
+        elif action == "unknown":  # a misspelled tag, often right after a print statement
+            before = draw(st.sampled_from(["", f"{vs} v {ve}", f"{vs} v -{ve}"]))
+            pieces.append(before + tag(draw(st.sampled_from(["endfo", "endiff", "bogus", "els"]))))
         elif action == "else" and stack and stack[-1] in ("if", "for"):
             pieces.append(tag(draw(st.sampled_from(["else", "elif y"]))))
         elif action == "other":
