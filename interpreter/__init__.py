@@ -22,10 +22,15 @@ from .version import __version__  # the one version source; pyproject.toml reads
 
 
 def __getattr__(name: str):
-    """`analyze` and `Analysis`, imported on first use: a render does not need the analysis."""
+    """`analyze` and `Analysis`, imported on first use: a render does not need the analysis.
+    `jinjamark.hf` too (README's `import jinjamark; jinjamark.hf.patch()`): it imports neither
+    transformers nor jinja2."""
     if name in ("analyze", "Analysis"):
         from .chat import analysis
         return getattr(analysis, name)
+    if name == "hf":
+        import importlib
+        return importlib.import_module(".hf", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [

@@ -10,7 +10,12 @@ template's text contains) are recognised only where the template wrote them. A u
 `<|im_end|>` or `<tool_call>` gets the ids of those characters. `patch` makes a tokenizer's own
 method (or every tokenizer's) use this one.
 
-transformers is not imported here: the tokenizer is the caller's object, and we use its methods.
+Its errors are transformers' too (see `DropInError`): where jinja2 is importable, a template's
+error is also the jinja2 exception transformers would raise (`except jinja2.TemplateError` catches
+it), its `str()` is the bare message, and `.located` gives jinjamark's text with the caret.
+
+transformers is not imported here: the tokenizer is the caller's object, and we use its methods;
+jinja2 only when an error is raised, and only if it is installed.
 """
 from __future__ import annotations
 
@@ -25,6 +30,8 @@ from .chat.spans import message_spans
 from .chat.normalize import split_batch
 from .chat.template import ChatTemplate
 from .chat.tokenization import control_tokens
+from .errors import (SecurityError, TemplateAssertionError, TemplateError, TemplateRuntimeError,
+                     TemplateSyntaxError, UndefinedError)
 
 MASK_NEEDS_DICT = "`return_assistant_tokens_mask=True` requires `return_dict=True` and `tokenize=True`"
 SPANS_NEED_DICT = "`return_message_spans=True` requires `return_dict=True` and `tokenize=True`"
@@ -36,6 +43,111 @@ TOKENIZER_KWARGS = ("pad_to_multiple_of", "padding_side", "return_attention_mask
                     "return_token_type_ids", "verbose")
 
 
+# ---------------------------------------------------------------------------- errors
+
+class DropInError:
+    """Mixed into every `TemplateError` that `apply_chat_template` raises, so that the code written
+    around transformers' method catches it and prints what it printed:
+
+    - where jinja2 is importable, the error is also an instance of the jinja2 class transformers
+      raises (`raise_exception` a `jinja2.TemplateError`, a syntax error a
+      `jinja2.TemplateSyntaxError`, an undefined value a `jinja2.UndefinedError`, ...), and of the
+      Python exception jinja2 lets through (`TypeError`, `ZeroDivisionError`) where that caused it;
+    - `str(error)` is the bare message, as jinja2's under transformers;
+    - it stays the jinjamark error (a `ValueError`, with `lineno`, `column`, `name`, `source`);
+      `error.located` is jinjamark's text: the message, the file, line and column, and the caret.
+    """
+
+    message = ""  # shadows jinja2's read-only `message` property: the instance's own is kept
+
+    def __str__(self) -> str:
+        return str(self.message)
+
+    @property
+    def located(self) -> str:
+        """The message with the template name, line, column, source line and caret."""
+        return super().__str__()  # type: ignore[misc]  # the jinjamark class's
+
+    def __reduce__(self) -> Any:
+        jinjamark_class, python_class = type(self).__dict__["_made_of"]
+        return _rebuilt, (jinjamark_class, python_class, self.args, dict(self.__dict__))
+
+
+_JINJA2_NAMES = ((TemplateAssertionError, "TemplateAssertionError"),
+                 (TemplateSyntaxError, "TemplateSyntaxError"), (UndefinedError, "UndefinedError"),
+                 (SecurityError, "SecurityError"), (TemplateRuntimeError, "TemplateRuntimeError"),
+                 (TemplateError, "TemplateError"))
+
+
+@functools.lru_cache(maxsize=None)
+def _drop_in_class(jinjamark_class: type, python_class: Optional[type]) -> type:
+    """`jinjamark_class` with `DropInError`, the jinja2 classes it stands for (when jinja2 is
+    installed) and `python_class`, made once per pair."""
+    bases: list[type] = [DropInError, jinjamark_class]
+    try:
+        import jinja2.exceptions
+    except ImportError:
+        pass
+    else:
+        for ours, name in _JINJA2_NAMES:
+            theirs = getattr(jinja2.exceptions, name)
+            if issubclass(jinjamark_class, ours) and not any(issubclass(b, theirs) for b in bases):
+                bases.append(theirs)
+    if python_class is not None and not issubclass(jinjamark_class, python_class):
+        bases.append(python_class)
+    made = type(jinjamark_class.__name__, tuple(bases),
+                {"__module__": __name__, "__doc__": jinjamark_class.__doc__,
+                 "_made_of": (jinjamark_class, python_class)})
+    return made
+
+
+def _python_class(error: TemplateError) -> Optional[type]:
+    """The built-in exception class that caused `error` (jinja2 would have let it through)."""
+    cause = error.__cause__
+    if cause is None or isinstance(cause, TemplateError) or type(cause).__module__ != "builtins":
+        return None
+    return type(cause)
+
+
+def _as_transformers_error(error: TemplateError) -> None:
+    """Give `error` its drop-in class in place (its traceback, cause and fields stay), and the
+    location as a note, which a traceback prints after the bare message (Python 3.11+)."""
+    if isinstance(error, DropInError):
+        return
+    for python_class in (_python_class(error), None):
+        try:
+            error.__class__ = _drop_in_class(type(error), python_class)
+            break
+        except TypeError:  # a class that cannot be mixed or assigned (another instance layout)
+            continue
+    else:
+        return
+    where = error.located[len(str(error)):].lstrip("\n")  # type: ignore[attr-defined]
+    if where and hasattr(error, "add_note"):
+        error.add_note(where)
+
+
+def _rebuilt(jinjamark_class: type, python_class: Optional[type], args: tuple, state: dict) -> Any:
+    """Unpickling a `DropInError`: the class is made again in this process."""
+    cls = _drop_in_class(jinjamark_class, python_class)
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
+def _raises_as_transformers(function: Any) -> Any:
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except TemplateError as error:
+            _as_transformers_error(error)
+            raise
+    return wrapper
+
+
+@_raises_as_transformers
 def apply_chat_template(tokenizer: Any, conversation: Any, tools: Optional[list] = None,
                         documents: Optional[list] = None, chat_template: Optional[str] = None,
                         add_generation_prompt: bool = False,

@@ -272,15 +272,16 @@ def metered(fn: Callable, cost: float, walk: Optional[int] = None, base: float =
 SMALL_WORK = 512
 
 
-def charge_building(left: Any, right: Any) -> None:
+def charge_building(left: Any, right: Any, op: str) -> None:
     """Before `left * right` or `left + right` builds a sequence: charged for the memory it
     will hold, COPY units a character (four times that for text beyond ASCII, four bytes a
     character) and ITEM an item of a list or tuple (a reference, and usually an object). So
-    what a render can hoard is bounded too, not only what it does."""
+    what a render can hoard is bounded too, not only what it does. Another operator, or `+`
+    with a number (a TypeError to come), builds nothing."""
     seq, other = (left, right) if isinstance(left, (str, list, tuple)) else (right, left)
-    if type(other) is int:
+    if op == "*" and type(other) is int:
         n = len(seq) * max(other, 0)
-    elif isinstance(other, (str, list, tuple)):
+    elif op == "+" and isinstance(other, (str, list, tuple)):
         n = len(seq) + len(other)
     else:
         return

@@ -61,6 +61,7 @@ SLOW_FILES = frozenset({
     "test_filters.py",            # 8
     "test_composition.py",        # 8
     "test_processes.py",          # 8: worker processes
+    "test_ray.py",                # about 9 wall: a local Ray started, used and stopped
     "test_concurrency.py",        # 6: threads racing (kept out for a margin under a minute)
     "test_schema.py",             # 6
     "test_origins_corpus.py",     # origins and masks over every corpus template

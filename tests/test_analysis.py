@@ -3,7 +3,8 @@
 1. `variables` against transformers' `_get_template_variables` (`jinja2.meta.find_undeclared_variables`
    on transformers' environment, what vLLM filters `chat_template_kwargs` with): every corpus
    template, generated templates, and hand-written scoping cases.
-2. `content_format`: vLLM's decision, from hand-written expectations (its walk read from its source).
+2. `content_format`: vLLM's decision, from hand-written expectations (its walk read from its source),
+   and against a port of that walk over Jinja2's own AST on every corpus template.
 3. `has_generation`, `keys`.
 4. `capabilities`: hand-written expectations for corpus templates of many families, written by
    reading each template; one probe that raises leaves the other flags alone.
@@ -186,23 +187,54 @@ CONTENT_FORMAT_CASES = {
     "{% endgeneration %}{% endfor %}{% endmacro %}": "openai",
     "{% set a = messages %}{% set b = a %}{% set a = b %}{% for m in a %}{% for c in m.content %}"
     "{% endfor %}{% endfor %}": "openai",  # aliases in a cycle: vLLM loops forever, we stop
+    # a macro's parameter that a call fills with a message's content (vLLM PR 53824: MiMo-V2.5,
+    # Qwen3.5), by position or keyword, also from a `{% call %}`
+    "{% macro f(content) %}{% for c in content %}{% endfor %}{% endmacro %}"
+    "{% for m in messages %}{{ f(m.content) }}{% endfor %}": "openai",
+    "{% macro f(x, parts) %}{% for c in parts %}{% endfor %}{% endmacro %}"
+    "{% for m in messages %}{{ f(1, parts=m['content']) }}{% endfor %}": "openai",
+    "{% macro f(parts) %}{% for c in parts %}{% endfor %}{% endmacro %}"
+    "{% for m in messages %}{% call f(m.content | list) %}{% endcall %}{% endfor %}": "openai",
+    # outside every macro, vLLM takes any variable named `content` for a message's content
+    "{% for m in messages %}{% set content = m.content %}{% for c in content %}{% endfor %}{% endfor %}":
+        "openai",
+    "{% for c in content %}{% endfor %}": "openai",
     # what vLLM's walk does not follow
     "{% for m in messages %}{{ m.content }}{% endfor %}": "string",
-    "{% for m in messages %}{% set content = m.content %}{% for c in content %}{% endfor %}{% endfor %}":
+    "{% for m in messages %}{% set parts = m.content %}{% for c in parts %}{% endfor %}{% endfor %}":
         "string",
+    "{% for m in messages %}{% set content = m.content %}{% for c in content | list %}{% endfor %}"
+    "{% endfor %}": "string",
+    "{% macro f(parts) %}{% for c in parts %}{% endfor %}{% endmacro %}"
+    "{% for m in messages %}{{ f(m.role) }}{% endfor %}": "string",
+    "{% macro f(parts) %}{% for c in parts | list %}{% endfor %}{% endmacro %}"
+    "{% for m in messages %}{{ f(m.content) }}{% endfor %}": "string",
+    "{% macro f(parts) %}{% for c in parts %}{% endfor %}{% endmacro %}"
+    "{% for m in messages %}{{ f(x=m.content) }}{% endfor %}": "string",  # no such parameter
+    # inside a macro, only its fed parameters count, not the name `content` (Kimi-K3's shape:
+    # `message.get('content')` is not a read of the content for vLLM)
+    "{% macro f(content) %}{% for c in content %}{% endfor %}{% endmacro %}"
+    "{% for m in messages %}{{ f(m.get('content')) }}{% endfor %}": "string",
+    "{% macro f(content) %}{% for c in content %}{% endfor %}{% endmacro %}": "string",
+    # the innermost macro that has fed parameters decides
+    "{% macro outer(parts) %}{% macro inner(y) %}{% for c in parts %}{% endfor %}{% endmacro %}"
+    "{% endmacro %}{% for m in messages %}{{ outer(m.content) }}{{ inner(m.content) }}{% endfor %}":
+        "string",
+    "{% macro outer(parts) %}{% macro inner(y) %}{% for c in parts %}{% endfor %}{% endmacro %}"
+    "{% endmacro %}{% for m in messages %}{{ outer(m.content) }}{% endfor %}": "openai",
     "{% for m in messages[0] %}{% for c in m.content %}{% endfor %}{% endfor %}": "string",
     "{% for m in messages %}{% for c in m.parts %}{% endfor %}{% endfor %}": "string",
     "{% for m in messages %}{% for c in (m.content is not string) %}{% endfor %}{% endfor %}": "string",
     "{% for m in messages %}{% for c in (m.content is iterable) %}{% endfor %}{% endfor %}": "openai",
     "{% for m in messages %}{% for c in m.content ~ '' %}{% endfor %}{% endfor %}": "string",
-    "{% macro f(content) %}{% for c in content %}{% endfor %}{% endmacro %}"
-    "{% for m in messages %}{{ f(m.content) }}{% endfor %}": "string",
     # a `set` or loop target that is not one name fails vLLM's walk: its default, 'string'
     "{% set ns = namespace() %}{% set ns.m = messages %}{% for m in messages %}{% for c in m.content %}"
     "{% endfor %}{% endfor %}": "string",
     "{% for i, m in messages %}{% endfor %}{% for m in messages %}{% for c in m.content %}"
     "{% endfor %}{% endfor %}": "string",
     "{% for m in messages %}{% for a, b in m.content %}{% endfor %}{% endfor %}": "string",
+    "{% macro f(parts) %}{% for a, b in parts %}{% endfor %}{% endmacro %}"
+    "{% for m in messages %}{{ f(m.content) }}{% endfor %}": "string",
     "{% for m in messages %}{% for c in m.content %}{% endfor %}{% for a, b in m.content %}"
     "{% endfor %}{% endfor %}": "openai",  # the first match decides
 }
@@ -214,8 +246,10 @@ def test_content_format_is_vllms_decision(source):
 
 
 def vllm_walk_on_jinja2(source: str) -> str:
-    """vLLM's content-format walk, restated over Jinja2's own AST (transformers' environment):
-    the same decision made on the other engine's tree, to check that ours is read alike."""
+    """vLLM's content-format walk (`_detect_content_format` and `_iter_nodes_assign_content_item`
+    in vllm/renderers/hf.py, with the macro parameters of PR 53824), restated over Jinja2's own
+    AST (transformers' environment): the same decision made on the other engine's tree, to check
+    that ours is read alike."""
     from jinja2 import nodes
 
     def reads(node, name, key=None):
@@ -250,8 +284,30 @@ def vllm_walk_on_jinja2(source: str) -> str:
             if any(reads(loop.iter, name) for name in aliases):
                 assert isinstance(loop.target, nodes.Name)
                 message_names.append(loop.target.name)
+
+        def is_content(node):
+            return any(reads(node, name, "content") for name in message_names)
+
+        # loop -> the fed parameters of the innermost macro around it that has some
+        in_macro = {}
+        for macro in tree.find_all(nodes.Macro):  # outer before inner
+            params = [arg.name for arg in macro.args]
+            fed = set()
+            for call in tree.find_all(nodes.Call):
+                if isinstance(call.node, nodes.Name) and call.node.name == macro.name:
+                    fed |= {params[i] for i, arg in enumerate(call.args)
+                            if i < len(params) and is_content(arg)}
+                    fed |= {kw.key for kw in call.kwargs if kw.key in params and is_content(kw.value)}
+            for loop in macro.find_all(nodes.For):
+                if fed or id(loop) not in in_macro:
+                    in_macro[id(loop)] = fed
         for loop in loops:
-            if any(reads(loop.iter, name, "content") for name in message_names):
+            plain = isinstance(loop.iter, nodes.Name)
+            if id(loop) in in_macro:
+                named = plain and loop.iter.name in in_macro[id(loop)]
+            else:
+                named = plain and loop.iter.name == "content"
+            if is_content(loop.iter) or named:
                 assert isinstance(loop.target, nodes.Name)
                 return "openai"
         return "string"
@@ -261,8 +317,7 @@ def vllm_walk_on_jinja2(source: str) -> str:
 
 @pytest.mark.parametrize("name", CORPUS)
 def test_content_format_agrees_with_the_walk_over_jinja2s_tree(name):
-    source = corpus(name)
-    assert content_format(_tree(source)) == vllm_walk_on_jinja2(source)
+    assert analysis_of(name).content_format == vllm_walk_on_jinja2(corpus(name))
 
 
 def test_content_format_cases_agree_with_the_walk_over_jinja2s_tree():
@@ -270,7 +325,7 @@ def test_content_format_cases_agree_with_the_walk_over_jinja2s_tree():
         assert vllm_walk_on_jinja2(source) == expected, source
 
 
-NAMES = ["messages", "messages", "m", "a", "b", "c"]
+NAMES = ["messages", "messages", "m", "a", "b", "c", "content", "parts"]
 READS = ["{}", "{}", "{}[1:]", "{}|list", "{}|reverse|list", "({} is iterable)",
          "({} is not string)", "{}.content", "{}['content']", "{}.content[1:]",
          "{}['content']|select", "{}[0]", "{}.parts", "{} ~ ''"]
@@ -279,20 +334,42 @@ TARGETS = ["m", "m", "m", "c", "c", "a", "i, m"]
 
 @st.composite
 def content_walk_cases(draw) -> str:
-    """Templates of `set` aliases and nested loops over messages, their content and aliases."""
+    """Templates of `set` aliases and nested loops over messages, their content and aliases, and
+    macros (nested too) whose parameters calls fill by position or keyword."""
     def expression():
         return draw(st.sampled_from(READS)).format(draw(st.sampled_from(NAMES)))
+
+    def macro(depth):
+        params = draw(st.lists(st.sampled_from(["content", "parts", "x"]), min_size=1, max_size=2,
+                               unique=True))
+        name = draw(st.sampled_from(["f", "g"]))
+        return f"{{% macro {name}({', '.join(params)}) %}}{body(depth - 1)}{{% endmacro %}}"
+
+    def call():
+        name, shape = draw(st.sampled_from(["f", "g"])), draw(st.sampled_from(["1", "2", "kw", "block"]))
+        if shape == "kw":
+            return f"{{{{ {name}({draw(st.sampled_from(['content', 'parts', 'x']))}={expression()}) }}}}"
+        arguments = ", ".join(expression() for _ in range(2 if shape == "2" else 1))
+        if shape == "block":
+            return f"{{% call {name}({arguments}) %}}{{% endcall %}}"
+        return f"{{{{ {name}({arguments}) }}}}"
 
     def body(depth):
         parts = []
         for _ in range(draw(st.integers(1, 3))):
-            kind = draw(st.sampled_from(["set", "for", "for", "text"] if depth else ["set", "text"]))
+            kind = draw(st.sampled_from(["set", "for", "for", "text", "macro", "call"] if depth
+                                        else ["set", "text", "call"]))
             if kind == "set":
                 target = draw(st.sampled_from(["a", "b", "a", "b", "ns.x", "a, b"]))
                 parts.append(f"{{% set {target} = {expression()} %}}")
+            elif kind == "macro":
+                parts.append(macro(depth))
+            elif kind == "call":
+                parts.append(call())
             elif kind == "for":
                 source = draw(st.sampled_from(["messages", "a", "m.content", "m['content'][1:]",
-                                               "c.content", "m.content|list", "expression"]))
+                                               "c.content", "m.content|list", "content", "parts",
+                                               "x", "expression"]))
                 source = expression() if source == "expression" else source
                 head = f"{draw(st.sampled_from(TARGETS))} in {source}"
                 parts.append(f"{{% for {head} %}}{body(depth - 1)}{{% endfor %}}")
@@ -322,8 +399,20 @@ def _tree(source: str):
     ("gemma--axolotl-gemma3.jinja", "openai"),
     ("smollm--trl-idefics3_training.jinja", "openai"),
     ("llamacpp--Mistral-Small-3.2-24B-Instruct-2506.jinja", "openai"),
-    # Qwen3.5 loops over content inside a macro's parameter: vLLM does not see it
-    ("hfjs--Qwen__Qwen3.5-4B.jinja", "string"),
+    # content handed to a macro's parameter, which the macro loops over (vLLM PR 53824)
+    ("hfjs--Qwen__Qwen3.5-4B.jinja", "openai"),
+    ("llamacpp--Qwen3.5-4B.jinja", "openai"),
+    ("hfjs--LiquidAI__LFM2.5-VL-450M.jinja", "openai"),
+    ("llamacpp--LFM2.5-8B-A1B.jinja", "openai"),
+    ("llamacpp--Reka-Edge.jinja", "openai"),
+    ("llamacpp--StepFun3.5-Flash.jinja", "openai"),
+    ("llamacpp--muse-glimmer.jinja", "openai"),
+    ("llamacpp--tencent-Hy3.jinja", "openai"),
+    ("qwen--trl-qwen3_5_think_training.jinja", "openai"),
+    ("qwen--trl-qwen3_6_training.jinja", "openai"),
+    # its macro loops over `content`, but is handed `message.get('content')`, a call vLLM's
+    # walk does not read as the content
+    ("llamacpp--Kimi-K3.jinja", "string"),
 ])
 def test_content_format_of_corpus_templates(name, expected):
     assert analysis_of(name).content_format == expected

@@ -238,6 +238,40 @@ def test_malformed_var_exits_2(capsys):
     assert status == 2 and "--var" in err
 
 
+def test_a_number_longer_than_python_reads_is_named_in_the_commands_terms(tmp_path, capsys):
+    """JSON allows any number of digits; Python converts at most 4,300 by default. The error says
+    so, and how to lift the limit for the run, instead of calling the file invalid JSON and
+    advising Python code; lifted, the number renders."""
+    conversation = tmp_path / "conv.json"
+    conversation.write_text('{"messages": [{"role": "user", "content": ' + "9" * 5000 + "}]}")
+    status, _, err = run(capsys, "render", CHATML, conversation)
+    assert status == 2 and "5,000 digits" in err and "PYTHONINTMAXSTRDIGITS=0" in err
+    assert "not valid JSON" not in err and "sys.set_int_max_str_digits" not in err
+    assert len(err.strip().splitlines()) == 1
+    template = tmp_path / "content.jinja"
+    template.write_text("{% for m in messages %}{{ m.content }}{% endfor %}")
+    done = subprocess.run([sys.executable, "-m", "jinjamark", "render", str(template), str(conversation)],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONINTMAXSTRDIGITS": "0"})
+    assert done.returncode == 0 and done.stdout == "9" * 5000, done.stderr
+
+
+def test_ast_help_lists_the_parse_limits_only(capsys):
+    """`ast` parses and never renders: the render limits are not its options."""
+    import dataclasses
+    names = {f"--{f.name.replace('_', '-')}" for f in dataclasses.fields(jinjamark.Limits)}
+    parse = {"--max-template-size", "--max-nesting"}
+    shown = {}
+    for command in ("ast", "render"):
+        with pytest.raises(SystemExit):
+            cli.main([command, "--help"])
+        shown[command] = set(re.findall(r"--max-[a-z-]+|--deadline", capsys.readouterr().out))
+    assert shown == {"ast": parse, "render": names}
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["ast", str(CHATML), "--max-output", "10"])
+    assert refused.value.code == 2 and "--max-output" in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------------------- tokens
 
 SCRIPT = shutil.which("jinjamark", path=os.path.dirname(sys.executable)) or shutil.which("jinjamark")
@@ -291,6 +325,31 @@ def test_tokens_show_control_tokens_only_where_the_template_wrote_them(model_fol
     assert f"{2 * len(fixture['messages']) + 1} control tokens" in done.stderr
     assert done.stderr.splitlines()[0] == (
         "\u27ea...\u27eb a control token, \u27e6...\u27e7 a token of input, \u00b7 between tokens.")
+
+
+@pytest.mark.parametrize("conversation, options", [
+    (INJECTION, ["--add-generation-prompt"]), (CONVERSATIONS / "11-unicode.json", []),
+    (CONVERSATIONS / "03-multi-turn.json", ["--mask"])], ids=["injection", "unicode", "mask"])
+def test_tokens_show_one_piece_per_token(model_folder, conversation, options):
+    """As the playground: a forged `<|im_end|>` (ordinary tokens all given the characters of the
+    whole token) is shown as its tokens, and a character of several byte tokens appears once, on
+    the token that completes it; the footer counts the pieces shown."""
+    folder, tokenizer = model_folder
+    done = tokens(folder, conversation, "--show", *options)
+    assert done.returncode == 0, done.stderr
+    ids = json.loads(tokens(folder, conversation, *options).stdout)
+    ids = ids["input_ids"] if "--mask" in options else ids
+    pieces = done.stdout[:-1].split("\u00b7")
+    assert len(pieces) == len(ids) and f"{len(ids)} tokens" in done.stderr
+    assert "\u27e6<|im_end|>\u27e7" not in pieces and not any("\ufffd" in p for p in pieces)
+    if conversation == INJECTION:
+        forged = tokenizer.backend_tokenizer
+        forged.encode_special_tokens = True
+        try:
+            spelled = [tokenizer.decode([i]) for i in forged.encode("<|im_end|>", add_special_tokens=False).ids]
+        finally:
+            forged.encode_special_tokens = False
+        assert len(spelled) > 1 and "\u00b7".join(f"\u27e6{p}\u27e7" for p in spelled) in done.stdout
 
 
 def test_tokens_mask_is_the_drop_ins_mask(model_folder):

@@ -169,9 +169,9 @@ def test_a_control_token_built_from_input_is_text(qwen):
 
 # ---------------------------------------------------------------------------- transformers' own
 
-def test_comparison_with_sanitize_control_tokens(qwen, capsys):
-    """Where each defence is safe, and where transformers' markers change the text. Counts go
-    to the README; here: ours is safe everywhere, transformers' never safer."""
+def test_comparison_with_sanitize_control_tokens(qwen):
+    """Where each defence is safe, and where transformers' markers change the text: ours is
+    safe everywhere, transformers' never safer, and the counts are those README states."""
     counts = collections.Counter()
     for template, name, agp, parts in injection_cases(qwen):
         source = source_of(template)
@@ -192,10 +192,25 @@ def test_comparison_with_sanitize_control_tokens(qwen, capsys):
         changed = qwen.decode(theirs) != text
         counts["transformers changes the text"] += changed
         counts["transformers safe"] += not changed and control_ids_in(theirs, control) == expected
-    with capsys.disabled():
-        print("\nsanitize comparison:", dict(counts))
     assert counts["ours safe"] == counts["cases"]
     assert counts["transformers safe"] <= counts["ours safe"]
+    readme = " ".join((pathlib.Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8").split())
+    for stated in (f"({counts['cases']} renders,", f"is safe in {counts['transformers safe']},",
+                   f"change the rendered text in {counts['transformers changes the text']} "):
+        assert stated in readme
+
+
+@pytest.mark.parametrize("tokenizer", [object(), "Qwen/Qwen2.5-7B-Instruct", pathlib.Path("tokenizer.json")],
+                         ids=["object", "a name", "a path"])
+def test_something_else_than_a_tokenizer_is_a_type_error_naming_what_one_is(tokenizer):
+    chat = jinjamark.ChatTemplate("{{ messages[0].content }}")
+    messages = [{"role": "user", "content": "hi"}]
+    for call in (lambda: chat.encode(messages, tokenizer),
+                 lambda: chat.encode(messages, tokenizer, return_assistant_tokens_mask=True),
+                 lambda: encode(chat.render_parts(messages), tokenizer, control={})):
+        with pytest.raises(TypeError, match="must be a tokenizers.Tokenizer or a transformers tokenizer") as raised:
+            call()
+        assert ("load it first" in str(raised.value)) == (type(tokenizer) is not object)
 
 
 def test_control_tokens_follow_the_tokenizer_when_it_changes():

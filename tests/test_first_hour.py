@@ -269,6 +269,110 @@ def test_diff_in_colour_styles_the_lines_the_input_and_the_legend(tmp_path):
     assert cli.OPEN not in shown
 
 
+# ---------------------------------------------------------------------------- the drop-in, tokens, odd inputs
+
+@pytest.fixture(scope="module")
+def chatml_tokenizer():
+    from transformers import PreTrainedTokenizerFast
+    from conftest import byte_level_bpe
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=byte_level_bpe(400, ["<|im_start|>", "<|im_end|>"]))
+    tokenizer.chat_template = source_of(CHATML.name)
+    return tokenizer
+
+
+def test_the_drop_ins_errors_are_caught_and_printed_as_transformers(chatml_tokenizer):
+    """The handler written around transformers' method catches the drop-in's error, which prints
+    the same message; the caret is on `.located`."""
+    import jinja2
+    from jinjamark import hf
+    messages = fixture("01-single-user")["messages"]
+    for source in ("{{ raise_exception('no system turn') }}", "{% for m in messages %}{% if %}", "{{ x.y }}"):
+        caught = []
+        for apply in (chatml_tokenizer.apply_chat_template, lambda *a, **k: hf.apply_chat_template(chatml_tokenizer, *a, **k)):
+            try:
+                apply(messages, chat_template=source)
+            except jinja2.TemplateError as error:
+                caught.append(error)
+        theirs, ours = caught
+        assert isinstance(ours, type(theirs)) and str(ours) == str(theirs)
+        assert ours.lineno == 1 and ours.located.endswith("^")
+
+
+def test_readmes_import_jinjamark_then_jinjamark_hf_works_without_importing_transformers():
+    code = ("import sys, jinjamark; jinjamark.hf.patch, jinjamark.hf.unpatch; "
+            "print(sorted({'transformers', 'jinja2'} & set(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr
+
+
+def test_tokens_show_prints_a_piece_per_token_as_its_footer_counts(chatml_tokenizer, tmp_path):
+    chatml_tokenizer.save_pretrained(tmp_path)
+    done = script("tokens", tmp_path, INJECTION, "--show")
+    assert_clean(done, 0)
+    count = int(re.search(r"^(\d+) tokens", done.stderr, re.M).group(1))
+    pieces = done.stdout[:-1].split("\u00b7")
+    assert len(pieces) == count == len(json.loads(script("tokens", tmp_path, INJECTION).stdout))
+    assert "\u27e6<|im_end|>\u27e7" not in pieces  # the user's forgery, as its ordinary tokens
+
+
+def test_a_clone_named_jinjamark_shadows_the_install_from_its_parent_as_contributing_says(tmp_path):
+    (tmp_path / "jinjamark" / "interpreter").mkdir(parents=True)  # a clone's layout: no __init__.py
+    done = subprocess.run([sys.executable, "-c", "import jinjamark; jinjamark.ChatTemplate"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    message = done.stderr.strip().splitlines()[-1]
+    assert message == "AttributeError: module 'jinjamark' has no attribute 'ChatTemplate'"
+    contributing = " ".join((ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8").split())
+    assert "module 'jinjamark' has no attribute" in contributing and "namespace package" in contributing
+
+
+def test_a_5000_digit_number_in_a_conversation_says_which_limit_it_hit(tmp_path):
+    path = tmp_path / "conv.json"
+    path.write_text('{"messages": [{"role": "user", "content": ' + "1" * 5000 + "}]}", encoding="utf-8")
+    done = script("render", CHATML, path)
+    assert_clean(done, 2)
+    assert "5,000 digits" in done.stderr and "PYTHONINTMAXSTRDIGITS=0" in done.stderr
+    assert "not valid JSON" not in done.stderr and "sys.set_int_max_str_digits" not in done.stderr
+
+
+def test_encoding_with_something_else_than_a_tokenizer_says_what_a_tokenizer_is():
+    import jinjamark
+    with pytest.raises(TypeError, match="must be a tokenizers.Tokenizer or a transformers tokenizer"):
+        jinjamark.ChatTemplate(source_of(CHATML.name)).encode(fixture("01-single-user")["messages"], object())
+
+
+def test_ast_help_offers_the_parse_limits_only():
+    done = script("ast", "--help")
+    assert_clean(done, 0)
+    assert set(re.findall(r"--max-[a-z-]+|--deadline", done.stdout)) == {"--max-template-size", "--max-nesting"}
+
+
+def test_the_docs_say_what_the_code_prints(monkeypatch):
+    """README's count of control tokens is that of the ids it prints; docs/extensions.md quotes
+    the message strict mode gives without interegular; install advice works from a checkout."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    flat = json.loads(readme.split("This prints (real output):", 1)[1].split("```", 2)[1].splitlines()[4])
+    words = {3: "three", 4: "four", 5: "five", 6: "six"}
+    assert f"the prompt has {words[flat.count(0) + flat.count(1)]} control tokens" in readme
+    import importlib.util
+    import jinjamark
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "interegular" else real(name, *a))
+    with pytest.raises(jinjamark.ExtensionError) as refused:
+        jinjamark.Environment(extensions=["do"], strict_extensions=True)
+    guide = " ".join((ROOT / "docs" / "extensions.md").read_text(encoding="utf-8").split())
+    assert f'"{refused.value.message}"' in guide
+    advice = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md")),
+              *sorted((ROOT / "interpreter").rglob("*.py"))]
+    assert [p.name for p in advice if "pip install 'jinjamark[" in p.read_text(encoding="utf-8")] == []
+
+
+def test_no_test_prints_past_pytests_capture():
+    """pytest -q shows only its dots: a test with something to report asserts it instead."""
+    tests = sorted(pathlib.Path(__file__).parent.glob("test_*.py"))
+    assert [t.name for t in tests if "capsys.disabled()" in t.read_text(encoding="utf-8")
+            and t.name != pathlib.Path(__file__).name] == []
+
+
 # ---------------------------------------------------------------------------- what a wheel holds
 
 ROOT = TEMPLATES.parents[2]

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pathlib
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -340,3 +342,70 @@ def test_template_variables_named_like_the_mask_helpers_parameters_reach_the_tem
     out = hf.apply_chat_template(tokenizer, BATCH[0], chat_template=source,
                                  return_assistant_tokens_mask=True, source="S", options="O")
     assert (out["input_ids"], out["assistant_masks"]) == (ids, mask)
+
+
+TRANSFORMERS_ERRORS = {
+    "raise_exception": "{{ raise_exception('no system message') }}",
+    "syntax error": "{% for m in messages %}\n{% if %}{% endif %}{% endfor %}",
+    "undefined": "{{ x.y }}",
+    "missing key": "{{ messages[0].nope.x }}",
+    "unknown filter": "{{ messages[0].content | nofilter }}",
+    "type error": "{{ 1 + 'a' }}",
+    "division by zero": "{{ 1 / 0 }}",
+}
+
+
+@pytest.mark.parametrize("source", TRANSFORMERS_ERRORS.values(), ids=TRANSFORMERS_ERRORS.keys())
+def test_errors_are_caught_by_transformers_except_clauses_and_print_as_its(tokenizer, source):
+    """The except clause that catches transformers' error catches ours, `str()` is the same
+    bare message, and jinjamark's fields and located text stay."""
+    messages = fixture("01-single-user")["messages"]
+    with pytest.raises(Exception) as theirs:
+        tokenizer.apply_chat_template(messages, chat_template=source)
+    with pytest.raises(type(theirs.value)) as ours:
+        hf.apply_chat_template(tokenizer, messages, chat_template=source)
+    error = ours.value
+    assert str(error) == str(theirs.value)
+    assert isinstance(error, jinjamark.TemplateError)  # a ValueError too, as before
+    assert error.lineno == (2 if "\n" in source else 1) and error.column
+    assert error.located.startswith(str(error) + "\n") and error.located.endswith("^")
+    assert error.located == jinjamark.TemplateError.__str__(error)
+
+
+def test_drop_in_errors_are_jinja2s_and_pickle(tokenizer):
+    import pickle
+    import jinja2
+    messages = fixture("01-single-user")["messages"]
+    for source, caught in (("{% if %}", jinja2.exceptions.TemplateSyntaxError),
+                           ("{{ x.y }}", jinja2.UndefinedError), ("{{ raise_exception('no') }}", jinja2.TemplateError)):
+        with pytest.raises(caught) as raised:
+            hf.apply_chat_template(tokenizer, messages, chat_template=source)
+        assert isinstance(raised.value, jinja2.TemplateError)
+        again = pickle.loads(pickle.dumps(raised.value))
+        assert type(again) is type(raised.value) and str(again) == str(raised.value)
+        assert again.located == raised.value.located
+    with pytest.raises(jinjamark.UndefinedError):  # the engine's own errors are unchanged
+        jinjamark.ChatTemplate("{{ x.y }}").render(messages)
+
+
+def test_without_jinja2_the_drop_in_errors_still_print_as_transformers(tokenizer, monkeypatch):
+    monkeypatch.setitem(sys.modules, "jinja2", None)
+    monkeypatch.setitem(sys.modules, "jinja2.exceptions", None)
+    hf._drop_in_class.cache_clear()
+    try:
+        with pytest.raises(jinjamark.UndefinedError) as raised:
+            hf.apply_chat_template(tokenizer, fixture("01-single-user")["messages"], chat_template="{{ x.y }}")
+        assert str(raised.value) == "'x' is undefined" and "^" in raised.value.located
+        assert [c.__module__.split(".")[0] for c in type(raised.value).__mro__].count("jinja2") == 0
+    finally:
+        hf._drop_in_class.cache_clear()
+
+
+@pytest.mark.parametrize("code", ["import jinjamark.hf", "import jinjamark; jinjamark.hf.patch",
+                                  "import jinjamark; assert 'jinjamark.hf' not in sys.modules"])
+def test_the_drop_in_is_reachable_as_readme_uses_it_and_imports_neither_jinja2_nor_transformers(code):
+    """README's `import jinjamark` then `jinjamark.hf.patch(...)`: the module is imported on
+    first use, and neither it nor `import jinjamark` imports transformers or jinja2."""
+    code = f"import sys; {code}; print(sorted({{'jinja2', 'transformers'}} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

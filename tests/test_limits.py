@@ -674,3 +674,13 @@ def test_the_defaults_let_every_corpus_template_render_a_thousand_turns():
     assert rendered >= 150, f"only {rendered} templates rendered; refused: {refused}"
     print(f"\n{rendered} rendered, {len(refused)} refused as Jinja2 does, in {elapsed:.1f}s",
           file=sys.stderr)
+
+
+@pytest.mark.parametrize("times", [1, 300], ids=["once", "in-generated-code"])
+def test_adding_a_huge_number_to_text_is_the_type_error_not_a_work_limit(times):
+    """`'a' + n` with n = 10**30 builds nothing (it is Python's TypeError); the work meter once
+    priced it as `'a' * n` (regression)."""
+    chat = jinjamark.ChatTemplate("{% for m in messages %}{{ 'a' + m.content }}{% endfor %}")
+    messages = [{"role": "user", "content": "x"}] * (times - 1) + [{"role": "user", "content": 10**30}]
+    with pytest.raises(jinjamark.TemplateRuntimeError, match=r'can only concatenate str \(not "int"\) to str'):
+        chat.render(messages)

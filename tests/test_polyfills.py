@@ -42,10 +42,6 @@ REFUSALS = {
     # "Prompting with images is incompatible with system messages": an image part is not text
     ("llama3--axolotl-llama3_2_vision", "10-typed-content"): "incompatible with system messages",
 }
-for _fixture in ("05-tool-call-object-args", "06-tool-call-string-args", "07-parallel-tool-calls",
-                 "08-tools-no-call"):
-    # `tools | map(attribute='function') | tojson`: a generator Jinja2 cannot serialise either
-    REFUSALS[("llamacpp--llama-cpp-deepseek-r1", _fixture)] = "not JSON serializable"
 
 
 def chat(source: str) -> jinjamark.ChatTemplate:
@@ -468,6 +464,48 @@ def test_hf_apply_chat_template_passes_polyfill_through(tokenizer):
     assert isinstance(ids, list)
 
 
+DEEPSEEK_R1 = "llamacpp--llama-cpp-deepseek-r1"
+
+
+@pytest.mark.parametrize("fixture_name", ["05-tool-call-object-args", "06-tool-call-string-args",
+                                          "07-parallel-tool-calls", "08-tools-no-call"])
+def test_a_template_that_fails_on_tools_is_not_given_them_by_the_tools_polyfill(fixture_name):
+    """llama.cpp's DeepSeek R1 template prints `tools | map(attribute='function') | tojson`, a
+    generator that Jinja2 cannot serialise either: its tools probe fails. The tools polyfill
+    lists the tools in a system message and then passes no `tools`, and says so."""
+    template, fixture = chat(dict(TEMPLATES)[DEEPSEEK_R1]), FIXTURES[fixture_name]
+    with pytest.raises(jinjamark.TemplateError, match="not JSON serializable"):
+        template.render(fixture["messages"], **options(fixture))
+    out, applied = template.render(fixture["messages"], polyfill=True, return_polyfills=True,
+                                   **options(fixture))
+    assert all(tool["function"]["name"] in out for tool in fixture["tools"])
+    assert all(survives(needle, out) for needle in needles(fixture))
+    (listed,) = [p for p in applied if p.name == "tools"]
+    assert listed.withheld == ("tools",) and "not passed to the template" in listed.reason
+    assert template.polyfills_for(fixture["messages"], fixture["tools"]) == applied
+    parts = template.render_parts(fixture["messages"], polyfill=True, **options(fixture))
+    assert "".join(p.text for p in parts) == out
+
+
+def test_a_template_that_fails_on_tools_gets_its_own_call_format_as_the_example():
+    """The probes behind the other polyfills (here the example call) render without tools for a
+    template that fails on them, instead of failing for that reason."""
+    out = chat(dict(TEMPLATES)[DEEPSEEK_R1]).render([USER], tools=[WEATHER], polyfill=True)
+    assert "To call a tool, answer with:\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>tool_name" in out
+
+
+def test_a_template_that_can_render_tools_still_gets_them():
+    printing = ("{% if tools %}<tools>{{ tools | tojson }}</tools>{% endif %}"
+                "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}")
+    out, applied = chat(printing).render([USER], tools=[WEATHER], polyfill=True, return_polyfills=True)
+    assert applied == [] and out.startswith("<tools>[{") and out.count("get_weather") == 1
+    # one that reads `tools` without printing them gets the listing and still the tools
+    reading = "{% if tools %}<tools on>{% endif %}" + LOOP
+    out, applied = chat(reading).render([USER], tools=[WEATHER], polyfill=True, return_polyfills=True)
+    assert [(p.name, p.withheld) for p in applied] == [("tools", ())]
+    assert out.startswith("<tools on>[system]You can call the following tools") and "get_weather" in out
+
+
 def test_the_callers_data_is_not_changed():
     messages = [{"role": "system", "content": "S"}, USER, CALLING, dict(RESULT)]
     before = json.dumps(messages)
@@ -541,9 +579,11 @@ def test_generated_requests_keep_every_word_as_input(request, which):
 
 def test_typed_content_a_template_renders_in_a_macro_is_left_alone():
     """vLLM's content format says 'string' for a template that loops over parts inside a macro
-    (Qwen3.5, Kimi K2, Mistral v3 tekken): its parts render, so string_content does not apply."""
+    it hands `m.get('content')` (Kimi K3's shape; a call is not a read of the content for vLLM):
+    its parts render, so string_content does not apply."""
     source = ("{% macro text(c) %}{% if c is string %}{{ c }}{% else %}{% for p in c %}[{{ p.text }}]"
-              "{% endfor %}{% endif %}{% endmacro %}{% for m in messages %}{{ text(m.content) }};{% endfor %}")
+              "{% endfor %}{% endif %}{% endmacro %}"
+              "{% for m in messages %}{{ text(m.get('content')) }};{% endfor %}")
     assert jinjamark.analyze(source).content_format == "string"
     messages = [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]
     out, applied = chat(source).render(messages, polyfill=True, return_polyfills=True)

@@ -502,3 +502,29 @@ def test_the_namespace_is_the_one_thing_a_template_may_change():
         "{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}"
         "{% endfor %}{{ ns.n }}").render(messages=_conversation())
     assert out == "2"
+
+
+NAMESPACE_UNDERSCORES = ["{% set ns = namespace(_a=1) %}[{{ ns._a }}]",
+                         "{% set ns = namespace(_a=1) %}[{{ ns['_a'] }}]",
+                         "{% set ns = namespace() %}{% set ns._b = 2 %}[{{ ns._b }}]",
+                         "{% set ns = namespace(_a=1) %}[{{ ns._a is defined }}]",
+                         "{% set ns = namespace(_a=1) %}[{{ ns._a + 1 }}]",
+                         "{% set ns = namespace(a=1) %}[{{ ns.a }}{{ ns['a'] }}{{ ns._b is defined }}]"]
+
+
+@pytest.mark.parametrize("source", NAMESPACE_UNDERSCORES)
+def test_a_namespace_attribute_named_with_an_underscore_is_unsafe_as_in_jinja2(source):
+    """Jinja2's namespaces hold attributes, and the sandbox refuses those whose name starts with
+    `_`: printed as undefined, a SecurityError when used (regression: jinjamark read them)."""
+    import oracle
+    try:
+        want, error = oracle.compiled(source).render(), None
+    except Exception as e:  # noqa: BLE001 - the oracle's verdict
+        want, error = None, e
+    chat = jinjamark.ChatTemplate(source)
+    if error is None:
+        assert chat.render([{"role": "user", "content": "x"}]) == want
+    else:
+        with pytest.raises(jinjamark.SecurityError) as raised:
+            chat.render([{"role": "user", "content": "x"}])
+        assert raised.value.message == str(error)

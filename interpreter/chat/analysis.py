@@ -3,7 +3,8 @@
 - `variables`: the names it reads from its context, equal to `jinja2.meta.find_undeclared_variables`
   (vLLM keeps only these keys of a request's `chat_template_kwargs`).
 - `content_format`: 'openai' when the template loops over a message's content (it takes a list of
-  typed parts), else 'string': the decision vLLM makes by walking Jinja2's AST.
+  typed parts), directly or through a macro's parameter, else 'string': the decision vLLM makes by
+  walking Jinja2's AST.
 - `has_generation`: it marks assistant text with `{% generation %}` (assistant masks work).
 - `keys`: the attribute and key names it reads (`message.role`, `tool_call['id']`, `'x' in m`).
 - `capabilities`: what it can render (system role, tools, tool calls, ...), see `capabilities`.
@@ -20,7 +21,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Iterator, Literal, Mapping, Optional
+from typing import Any, Callable, Iterator, Literal, Mapping, Optional
 
 from ..grammar import ast
 from .assembled import assembled_tokens
@@ -111,10 +112,19 @@ def keys_read(tree: ast.Template) -> frozenset[str]:
 # ---------------------------------------------------------------------------- vLLM's content format
 
 def content_format(tree: ast.Template) -> ContentFormat:
-    """'openai' when some loop iterates over `message['content']` (or `.content`, through filters,
-    tests and slices) of a message of `messages`, following `set` aliases; else 'string'. Where
-    vLLM's walk fails (an alias or loop target that is not a plain name) it falls back to its
-    default, 'string', and so does this."""
+    """'openai' when some loop iterates over a message's content, as vLLM's walk finds one
+    (`_iter_nodes_assign_content_item` in vllm/renderers/hf.py), else 'string'. A message is the
+    target of a loop over `messages` (or a `set` alias of it, transitively); a loop is over its
+    content when it iterates over
+
+    - `message['content']` (or `.content`), through filters, tests and slices;
+    - inside a macro, a parameter (a plain name) that some call of the macro fills with such
+      content, by position or keyword (the innermost macro that has such parameters decides);
+    - outside every macro, a variable named `content` (`{% set content = message.content %}`:
+      vLLM goes by the name, not by where it was assigned).
+
+    Where vLLM's walk fails (an alias or loop target that is not a plain name) it falls back to
+    its default, 'string', and so does this."""
     try:
         return "openai" if next(_content_loops(tree), None) is not None else "string"
     except _NotAName:
@@ -171,7 +181,49 @@ def _content_loops(tree: ast.Template) -> Iterator[ast.For]:
     messages = _aliases(tree, "messages")
     message_names = [_target_name(loop.target) for loop in loops
                      if any(_reads(loop.iter, name) for name in messages)]
+
+    def is_content(node: Any) -> bool:
+        return any(_reads(node, name, "content") for name in message_names)
+
+    fed = _fed_parameters(tree, is_content)
     for loop in loops:
-        if any(_reads(loop.iter, name, "content") for name in message_names):
+        if is_content(loop.iter) or _iterates_fed_name(loop, fed):
             _target_name(loop.target)
             yield loop
+
+
+def _iterates_fed_name(loop: ast.For, fed: dict[int, frozenset[str]]) -> bool:
+    """Whether `loop` iterates over a plain name that vLLM takes for a message's content: a
+    parameter fed one (inside a macro), or `content` (outside every macro)."""
+    if type(loop.iter) is not ast.Name:
+        return False
+    parameters = fed.get(id(loop))  # None: the loop is in no macro
+    return loop.iter.name == "content" if parameters is None else loop.iter.name in parameters
+
+
+def _fed_parameters(tree: ast.Template,
+                    is_content: Callable[[Any], bool]) -> dict[int, frozenset[str]]:
+    """For every loop inside a macro (by id): the parameters that calls fill with a message's
+    content, of the innermost enclosing macro that has any (empty when none has)."""
+    calls = [node for node in ast.walk(tree)
+             if type(node) is ast.Call and type(node.func) is ast.Name]
+    found: dict[int, frozenset[str]] = {}
+    for macro in (node for node in ast.walk(tree) if type(node) is ast.Macro):
+        parameters = _parameters_given_content(macro, calls, is_content)
+        for node in ast.walk(macro.body):  # outer macros come first: an inner one overrides
+            if type(node) is ast.For and (parameters or id(node) not in found):
+                found[id(node)] = parameters
+    return found
+
+
+def _parameters_given_content(macro: ast.Macro, calls: list[ast.Call],
+                              is_content: Callable[[Any], bool]) -> frozenset[str]:
+    """The parameters of `macro` that some call by its name passes a message's content to."""
+    names = [parameter.name for parameter in macro.params]
+    given: set[str] = set()
+    for call in calls:
+        if call.func.name == macro.name:
+            arguments = call.arguments
+            given.update(name for name, value in zip(names, arguments.args) if is_content(value))
+            given.update(key for key, value in arguments.kwargs if key in names and is_content(value))
+    return frozenset(given)

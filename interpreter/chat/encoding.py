@@ -74,10 +74,24 @@ def backend_of(tokenizer: Any) -> Any:
     return getattr(tokenizer, "backend_tokenizer", None)
 
 
+def require_tokenizer(tokenizer: Any) -> None:
+    """A `TypeError` naming what a tokenizer must be, for anything else (not an AttributeError
+    from deep inside the encoding)."""
+    if backend_of(tokenizer) is not None or (hasattr(tokenizer, "added_tokens_decoder")
+                                             and hasattr(tokenizer, "encode")):
+        return
+    hint = (": load it first, with transformers.AutoTokenizer.from_pretrained(...) or "
+            "tokenizers.Tokenizer.from_file(...)" if isinstance(tokenizer, (str, bytes)) or
+            hasattr(tokenizer, "__fspath__") else "")
+    raise TypeError("the tokenizer must be a tokenizers.Tokenizer or a transformers tokenizer "
+                    f"(with added_tokens_decoder and encode), not {type(tokenizer).__name__}{hint}")
+
+
 def encode_runs(batch: Sequence[InputRuns], tokenizer: Any, control: Mapping[str, int]) -> list[Encoded]:
     """Each text of `batch` encoded with `control` tokens recognised in template text only."""
     backend = backend_of(tokenizer)
     if backend is None:
+        require_tokenizer(tokenizer)
         return [_encode_in_pieces(runs, tokenizer, None, control) for runs in batch]
     encodings = _backend_encode(backend, [runs.text for runs in batch])
     contents = _contents(control)

@@ -9,7 +9,7 @@ and the reason it applied, or None when it did not. What a step writes itself is
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..values.jsonmarks import dumps
@@ -23,10 +23,13 @@ CALL_PREAMBLE = "To call a tool, answer with:"
 
 @dataclass
 class Step:
-    """What every step reads: the template's facts, whether the data is marked, the tools."""
+    """What every step reads: the template's facts, whether the data is marked, the tools; and
+    what a step keeps from the template: the names of context values (`tools`) the render must
+    not pass, because the template fails on them and a step put their information elsewhere."""
     facts: Any  # polyfills._Facts
     marked: bool
     tools: Any
+    withheld: set[str] = field(default_factory=set)
 
     def parsed(self, text: str) -> Any:
         """JSON text parsed; its strings and numbers marked when the text was input."""
@@ -296,7 +299,8 @@ def tool_responses_as_user(results: list[dict], before: list[dict]) -> list[dict
 # ---------------------------------------------------------------------------- tools and system
 
 def tools(messages: list[dict], step: Any) -> Result:
-    if not step.tools or step.facts.capabilities.tools:
+    caps = step.facts.capabilities
+    if not step.tools or caps.tools:
         return messages, None
     listing = join("\n", [dumps(tool, ensure_ascii=False) for tool in step.tools])
     text = joined([TOOLS_PREAMBLE, listing, CALL_PREAMBLE, step.facts.example_call()])
@@ -305,6 +309,11 @@ def tools(messages: list[dict], step: Any) -> Result:
         out = [first] + messages[1:]
     else:
         out = [{"role": "system", "content": text}] + messages
+    if "tools" in caps.failed_probes:
+        # Listing the tools does not help a template that raises on `tools=`: it must not get them
+        step.withheld.add("tools")
+        return out, ("the template fails on the tool list: listed as JSON in a system message, "
+                     "and not passed to the template as tools")
     return out, "the template never prints the tool list: listed as JSON in a system message"
 
 

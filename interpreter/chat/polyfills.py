@@ -33,6 +33,8 @@ Use: `ChatTemplate.render(..., polyfill=True, return_polyfills=True)` gives the 
 `Polyfill`s applied; `ChatTemplate.polyfills_for(conversation, tools)` only says which would.
 - `tools`: the tool list, for a template that never prints it, as a system message listing the
   tools as JSON, with an example call rendered by the template itself when it can render one.
+  When the template fails on `tools=` (its probe raised), the render no longer passes it the
+  tools at all (`Polyfill.withheld`), and the probes of the other polyfills render without them.
 - `system_role`: system messages merged into the next user message (newline-separated).
 - `typed_content`: string content as one typed text part, for a template that needs parts.
 """
@@ -61,9 +63,11 @@ EXAMPLE_TOOL = {"type": "function", "function": {
 
 @dataclass(frozen=True)
 class Polyfill:
-    """One polyfill that applied (or would apply) to a render, and why."""
+    """One polyfill that applied (or would apply) to a render, and why; `withheld` names the
+    context values the render then keeps from the template (`('tools',)`: it fails on them)."""
     name: str
     reason: str
+    withheld: tuple[str, ...] = ()
 
 
 def selected_polyfills(polyfill: Union[bool, Iterable[str]]) -> frozenset[str]:
@@ -95,6 +99,9 @@ class _Facts:
         self._refuses: dict[str, bool] = {}
         self._system_alone: Optional[bool] = None
         self._typed_roles: Optional[frozenset] = None
+        # The probes below give tools only to a template that can take them: one that raises on
+        # `tools=` would fail each probe, which would then answer for the tools, not its question.
+        self.probe_tools = None if "tools" in self.capabilities.failed_probes else [EXAMPLE_TOOL]
 
     def _render(self, messages: list, **kwargs: Any) -> Optional[str]:
         try:
@@ -116,9 +123,9 @@ class _Facts:
         call = self._call()
         for content in ("", None):
             turn = {"role": "assistant", "content": content}
-            without = self._render([{"role": "user", "content": "Hi"}, turn], tools=[EXAMPLE_TOOL])
+            without = self._render([{"role": "user", "content": "Hi"}, turn], tools=self.probe_tools)
             with_call = self._render([{"role": "user", "content": "Hi"}, {**turn, "tool_calls": [call]}],
-                                     tools=[EXAMPLE_TOOL])
+                                     tools=self.probe_tools)
             if without is not None and with_call is not None:
                 found = _difference(without, with_call).strip()
                 if EXAMPLE_NAME in found and "value" in found:
@@ -142,7 +149,7 @@ class _Facts:
         result = {"role": "tool", "tool_call_id": call_id, "content": "42"}
         if name:
             result["name"] = EXAMPLE_NAME
-        return self._render([{"role": "user", "content": "Hi"}, turn, result], tools=[EXAMPLE_TOOL])
+        return self._render([{"role": "user", "content": "Hi"}, turn, result], tools=self.probe_tools)
 
     def refuses(self, question: str) -> bool:
         """Whether the template refuses a detail of a tool exchange that it renders otherwise:
@@ -157,7 +164,8 @@ class _Facts:
 
     def typed_roles(self) -> frozenset:
         """The roles whose typed text parts the template renders as text (not as a printed list
-        of dicts): vLLM's content format misses templates that loop over parts in a macro."""
+        of dicts): vLLM's content format misses some templates that loop over parts in a macro
+        (one handed `message.get('content')`, as Kimi K3's is)."""
         if self._typed_roles is None:
             self._typed_roles = frozenset()
             for roles in (("system", "user", "assistant", "user"), ("user", "assistant", "user")):
@@ -238,7 +246,8 @@ class Polyfiller:
         applied: list[Polyfill] = []
         for name in POLYFILLS:
             if name in self.selected:
+                before = set(step.withheld)
                 messages, reason = getattr(polyfill_steps, name)(messages, step)
                 if reason is not None:
-                    applied.append(Polyfill(name, reason))
+                    applied.append(Polyfill(name, reason, tuple(sorted(step.withheld - before))))
         return messages, applied

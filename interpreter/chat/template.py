@@ -353,6 +353,9 @@ class _Render:
         self.spans = generation_spans
         self.polyfiller: Any = None  # a polyfills.Polyfiller when the render asked for polyfills
         self.applied: list[list] = []  # the polyfills applied, per conversation
+        # context values the polyfills of the messages last made keep from the template (`tools`
+        # for one that fails on them); the same for every conversation, as the tools are
+        self.withheld: frozenset[str] = frozenset()
 
     def messages(self, messages: list, walk: Callable[[Any, int], Any], first: bool = True) -> list:
         """The messages as the template sees them: walked, then polyfilled when asked (the first
@@ -364,6 +367,7 @@ class _Render:
             return walked
         tools = None if self.tools is None else walk(self.tools, 0)
         walked, applied = self.polyfiller.apply(walked, tools, walk)
+        self.withheld = frozenset(name for polyfill in applied for name in polyfill.withheld)
         if first:
             self.applied.append(applied)
         return walked
@@ -379,8 +383,9 @@ class _Render:
                 context[name] = walk(value, 1)
         if reads is None or "messages" in reads:
             context["messages"] = walked if walked is not None else self.messages(messages, walk)
-        if reads is None or "tools" in reads:
-            context["tools"] = None if self.tools is None else walk(self.tools, 0)
+        if reads is None or "tools" in reads:  # (messages first: their polyfills may withhold tools)
+            context["tools"] = (None if self.tools is None or "tools" in self.withheld
+                                else walk(self.tools, 0))
         if reads is None or "documents" in reads:
             context["documents"] = None if self.documents is None else walk(self.documents, 0)
         agp = self.add_generation_prompt  # a value from a file is input; a bool is the caller's

@@ -9,7 +9,7 @@ text. Other added tokens are matched as the tokenizer matches them in any text. 
 holds a control token, the ids are those of encoding the whole string (see `encoding`).
 
 Works with a `tokenizers.Tokenizer` and with a transformers tokenizer (fast or slow); needs the
-optional extra `hf` (`pip install 'jinjamark[hf]'`). Neither library is imported by jinjamark itself.
+optional extra `hf` (from a checkout, `pip install '.[hf]'`). Neither library is imported by jinjamark itself.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from ..grammar import ast
 from ..evaluation.output import Part
-from .encoding import InputRuns, backend_of, encode_runs
+from .encoding import InputRuns, backend_of, encode_runs, require_tokenizer
 
 
 def encode(parts: Sequence[Part], tokenizer: Any, *, template: Any = None,
@@ -59,6 +59,7 @@ def control_tokens(tokenizer: Any, template: Any = None) -> dict[str, int]:
     Found once per tokenizer state and template: reading a tokenizer's added tokens costs more
     than encoding a short prompt. The key holds what can change them (the vocabulary's size,
     the special tokens, `chat_control_tokens`); a tokenizer without a backend is not cached."""
+    require_tokenizer(tokenizer)
     named = getattr(tokenizer, "chat_control_tokens", None)
     literal = literal_text(template) if template is not None and named is None else None
     key = _cache_key(tokenizer, named, literal)

@@ -14,7 +14,7 @@ import sys
 from typing import Any, Iterator, Optional
 
 from ..chat.loading import select_template
-from .inputs import UsageError, add_limit_options, load_template
+from .inputs import PARSE_LIMITS, UsageError, add_limit_options, load_template
 from ..errors import TemplateError
 from ..grammar import ast
 from ..grammar.errors import position
@@ -34,7 +34,7 @@ def add_ast(commands: argparse._SubParsersAction) -> None:
     command.add_argument("--template-name", metavar="NAME",
                          help="which of a model's named templates (default: default)")
     command.set_defaults(command=ast_command, bos=None, eos=None)
-    add_limit_options(command)
+    add_limit_options(command, PARSE_LIMITS)  # it parses, never renders
 
 
 def ast_command(args: argparse.Namespace) -> int:

@@ -28,7 +28,7 @@ def add_fit(commands: argparse._SubParsersAction) -> None:
                      help="the token budget of the rendered prompt")
     fit.add_argument("--tokenizer", metavar="TOKENIZER",
                      help="a tokenizers JSON file or a folder holding tokenizer.json (default: "
-                          "the model folder's; needs: pip install 'jinjamark[hf]')")
+                          "the model folder's; needs the hf extra: pip install '.[hf]' in a checkout)")
     fit.add_argument("--mode", choices=MODES, default="serve",
                      help="serve: keep the last user message, count the generation prompt; "
                           "train: keep the final assistant turn, no generation prompt "
@@ -62,7 +62,7 @@ def load_tokenizer(path: Any, template: str) -> Any:
         from tokenizers import Tokenizer
     except ImportError:
         raise UsageError("the fit command needs the tokenizers package: "
-                         "pip install 'jinjamark[hf]'") from None
+                         "pip install '.[hf]' in a jinjamark checkout") from None
     if path is None:
         if template == STDIN or not os.path.isdir(template):
             raise UsageError("fit needs --tokenizer TOKENIZER.json (or a model folder with "

@@ -66,11 +66,18 @@ def add_model_options(command: argparse.ArgumentParser) -> None:
     add_limit_options(command)
 
 
-def add_limit_options(command: argparse.ArgumentParser) -> None:
-    """`--max-output N` and friends: one option per field of `jinjamark.Limits`."""
-    group = command.add_argument_group("limits", "raise (or lower) the engine's bounds; "
+PARSE_LIMITS = ("max_template_size", "max_nesting")  # the limits that hold while parsing
+
+
+def add_limit_options(command: argparse.ArgumentParser, only: Optional[tuple[str, ...]] = None) -> None:
+    """`--max-output N` and friends: one option per field of `jinjamark.Limits`, or per field
+    named in `only` (a command that parses and never renders takes the PARSE_LIMITS)."""
+    bounds = "the parser's bounds" if only == PARSE_LIMITS else "the engine's bounds"
+    group = command.add_argument_group("limits", f"raise (or lower) {bounds}; "
                                                  "the defaults suit real chat templates")
     for field in dataclasses.fields(Limits):
+        if only is not None and field.name not in only:
+            continue
         default = getattr(DEFAULT_LIMITS, field.name)
         kind = float if field.name == "deadline" else int
         shown = "none" if default is None else f"{default:,}"
@@ -138,11 +145,29 @@ def load_conversation(path: str) -> dict:
 
 def parse_json(text: str, what: str) -> Any:
     try:
-        return json.loads(text[1:] if text.startswith(BOM) else text)
+        return json.loads(text[1:] if text.startswith(BOM) else text, parse_int=_json_int)
+    except UsageError as error:  # a number longer than Python reads
+        raise UsageError(f"{what} {error}") from None
     except RecursionError:
         raise UsageError(f"{what} is nested too deeply to read") from None
     except ValueError as error:
         raise UsageError(f"{what} is not valid JSON: {error}") from None
+
+
+def _json_int(digits: str) -> int:
+    """A JSON integer; one longer than Python's int_max_str_digits limit is refused in the
+    command's terms (the limit holds again where a template prints the number, so reading it
+    with a raised limit would only move the error into the render)."""
+    try:
+        return int(digits)
+    except ValueError:
+        count = len(digits.lstrip("-"))
+        limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+        raise UsageError(
+            f"has a number of {count:,} digits ({digits[:12]}...), longer than the {limit:,} digits "
+            "Python converts between text and integers (also where a template prints one): "
+            'write it as a string ("...") to pass it as text, or lift the limit for the run: '
+            "PYTHONINTMAXSTRDIGITS=0 jinjamark ...") from None
 
 
 def parse_conversation(text: str, path: str) -> dict:

@@ -50,16 +50,9 @@ def origins_json(parts: Sequence[Any]) -> list[dict]:
              "field": p.field} for p in parts]
 
 
-def masked_pieces(pieces: list[tuple[str, str]], offsets: list, mask: list[int]) -> list:
-    """The pieces of `token_pieces` with `masked` added to the kind of a masked token's piece."""
-    out, last, index = [], None, -1
-    for (start, end), flag in zip(offsets, mask):
-        if (start, end) != last:
-            index += 1
-            last = (start, end)
-            out.append([*pieces[index], False])
-        out[-1][2] = out[-1][2] or bool(flag)
-    return [tuple(p) for p in out]
+def masked_pieces(pieces: list[tuple[str, str]], mask: list[int]) -> list:
+    """The pieces of `token_pieces` (one per token) with `masked` added to each."""
+    return [(*piece, bool(flag)) for piece, flag in zip(pieces, mask)]
 
 
 def write_mask_legend(err: TextIO = sys.stderr) -> None:

@@ -79,7 +79,7 @@ def add_tokens(commands: argparse._SubParsersAction) -> None:
     tokens.add_argument("conversation", metavar="CONVERSATION.json", help=CONVERSATION_HELP)
     tokens.add_argument("--tokenizer", metavar="TOKENIZER.json",
                         help="a tokenizers JSON file (default: the model folder's tokenizer.json; "
-                             "needs: pip install 'jinjamark[hf]')")
+                             "needs the hf extra: pip install '.[hf]' in a checkout)")
     tokens.add_argument("--mask", action="store_true",
                         help="the assistant mask too: with --show, masked tokens in "
                              "\u2039\u203a (underlined in colour); else JSON with input_ids and "
@@ -145,7 +145,7 @@ def tokens_command(args: argparse.Namespace) -> int:
         from tokenizers import Tokenizer
     except ImportError:
         raise UsageError("the tokens command needs the tokenizers package: "
-                         "pip install 'jinjamark[hf]'") from None
+                         "pip install '.[hf]' in a jinjamark checkout") from None
     from ..chat.encoding import InputRuns, encode_runs
     from ..chat.tokenization import control_tokens
     refuse_two_stdins(args.template, args.conversation)
@@ -175,9 +175,10 @@ def tokens_command(args: argparse.Namespace) -> int:
     plain = tokenizer.encode("".join(p.text for p in parts), add_special_tokens=False).ids
     if args.show:
         use_color = wants_color(sys.stdout)
-        pieces = token_pieces(parts, ids, encoded.offsets, controls)
+        pieces = token_pieces(parts, ids, encoded.offsets, controls,
+                              lambda group: tokenizer.decode(group, skip_special_tokens=False))
         if mask is not None:
-            pieces = masked_pieces(pieces, encoded.offsets, mask)
+            pieces = masked_pieces(pieces, mask)
         show_tokens(pieces, use_color)
         sys.stdout.flush()
         show_tokens_legend(use_color)
@@ -193,13 +194,17 @@ def tokens_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def token_pieces(parts: Sequence[Part], ids: list[int], offsets: Optional[list],
-                 controls: set) -> list[tuple[str, str]]:
-    """(text, kind) per token, kind 'control', 'input' or 'template'. A token is input when any
-    of its characters is; a control id is shown as control wherever it stands (on input it would
-    be the injection this command exists to show). Tokens with the same characters (the bytes of
-    one character, or input text that spells a control token, encoded as ordinary tokens) are
-    one piece."""
+def token_pieces(parts: Sequence[Part], ids: list[int], offsets: Optional[list], controls: set,
+                 decode: Optional[Callable[[list[int]], str]] = None) -> list[tuple[str, str]]:
+    """(text, kind) per token, one piece per id as the playground shows them; kind 'control',
+    'input' or 'template'. A token is input when any of its characters is; a control id is shown
+    as control wherever it stands (on input it would be the injection this command exists to show).
+
+    Tokens the tokenizer gives the same characters (input text that spells a control token,
+    encoded as ordinary tokens, or the bytes of one character) are told apart by `decode`: each
+    shows the text it adds, and a token that ends inside a character shows nothing (the character
+    is on the token that completes it). Without `decode`, or where decoding does not give back
+    the characters, the first of them shows the characters and the others nothing."""
     if offsets is None:
         raise UsageError("--show needs a tokenizer that reports character offsets")
     text = "".join(p.text for p in parts)
@@ -210,17 +215,37 @@ def token_pieces(parts: Sequence[Part], ids: list[int], offsets: Optional[list],
             from_input[at:at + len(part.text)] = b"\x01" * len(part.text)
         at += len(part.text)
     pieces: list[tuple[str, str]] = []
-    last = None
-    for token_id, (start, end) in zip(ids, offsets):
-        kind = ("control" if token_id in controls else
-                "input" if any(from_input[start:end]) else "template")
-        if (start, end) == last:  # one piece: a control id among them still shows
-            if kind == "control":
-                pieces[-1] = (pieces[-1][0], kind)
-            continue
-        last = (start, end)
-        pieces.append((text[start:end], kind))
+    index = 0
+    while index < len(ids):
+        start, end = offsets[index]
+        after = index + 1
+        while after < len(ids) and tuple(offsets[after]) == (start, end):
+            after += 1
+        group = ids[index:after]
+        on_input = any(from_input[start:end])
+        for token_id, piece in zip(group, _shared_text(text[start:end], group, decode)):
+            kind = "control" if token_id in controls else "input" if on_input else "template"
+            pieces.append((piece, kind))
+        index = after
     return pieces
+
+
+def _shared_text(chars: str, group: list[int], decode: Optional[Callable[[list[int]], str]]) -> list[str]:
+    """`chars` cut among the tokens of `group`, which all stand on them (see token_pieces)."""
+    fallback = [chars] + [""] * (len(group) - 1)
+    if len(group) == 1 or decode is None:
+        return fallback
+    shown, done = [], ""
+    for count in range(1, len(group) + 1):
+        now = decode(group[:count])
+        if now.endswith("\ufffd") and count < len(group):  # the token ends inside a character
+            shown.append("")
+            continue
+        if not now.startswith(done):
+            return fallback
+        shown.append(now[len(done):])
+        done = now
+    return shown if done == chars else fallback
 
 
 def show_tokens(pieces: list[tuple], use_color: bool) -> None:

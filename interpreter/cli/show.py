@@ -39,7 +39,7 @@ def wants_color(stream: TextIO) -> bool:
     if not is_terminal(stream):
         return False
     try:
-        from rich.console import Console  # optional: pip install 'jinjamark[color]'
+        from rich.console import Console  # optional: pip install '.[color]' in a checkout
     except ImportError:
         return False
     console = Console(file=stream)

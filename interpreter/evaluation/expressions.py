@@ -134,7 +134,7 @@ def binary(ev, op: str, left: Any, right: Any) -> Any:
     fn = ev.env.operators[op]
     if fn in _CORE_OPERATORS:
         if isinstance(left, (str, list, tuple)) or isinstance(right, (str, list, tuple)):
-            charge_building(left, right)  # `*` and `+` build: what a render holds is bounded too
+            charge_building(left, right, op)  # `*` and `+` build: what a render holds is bounded too
         return fn(left, right)
     return host_result(fn, fn(left, right), (left, right), None)  # an extension's operator
 

@@ -72,6 +72,8 @@ def get_item(obj: Any, key: Any, undefined: type, mutable: bool = False) -> Any:
         return undefined(obj=obj, name=key)
     if isinstance(obj, Undefined):
         return obj[key]
+    if t is Namespace and type(key) is str and key[:1] == "_" and key in obj.attrs:
+        return unsafe_attribute(undefined, obj, key)  # Jinja2 reads it as the attribute it is
     try:
         return _item(obj, key)
     except (LookupError, TypeError):
@@ -95,7 +97,10 @@ _DICT_ATTRIBUTES = frozenset(DICT_METHODS).union(*(names for _, names in MUTATIN
 
 def has_python_attribute(obj: Any, name: str) -> bool:
     """Whether Python would find `name` on `obj` (as Jinja2's sandbox asks before refusing it).
-    Only the type is asked, never the value; a global function is asked about what it wraps."""
+    Only the type is asked, never the value; a global function is asked about what it wraps,
+    a namespace about what it holds (Jinja2's are attributes)."""
+    if type(obj) is Namespace:
+        return name in obj.attrs or hasattr(Namespace, name)
     if type(obj) is Function:
         return hasattr(type(obj.fn), name) or hasattr(obj.fn, name) and name.startswith("__")
     if is_host_object(obj):  # its own attributes too, as Jinja2 asks getattr
