@@ -463,3 +463,19 @@ def test_the_test_script_installs_the_extra_and_passes_its_arguments_to_pytest(t
     assert done.returncode == 0, done.stderr
     assert log.read_text().splitlines() == ["-m pip install -q -e .[test]", "-m pytest -m not slow -x"]
     assert "apt" not in done.stdout + done.stderr  # the browser is there: nothing to install
+
+
+@pytest.mark.parametrize("source,tag", [("{% for m in messages %}{{ m.content }}{% endfo %}", "endfo"),
+                                        ("{{ x }}{% bogus %}", "bogus"),
+                                        ("{% if x %}{{ x }}{% endiff %}", "endiff")])
+def test_a_misspelled_tag_is_named_where_it_is(tmp_path, source, tag):
+    """A typo in a tag right after `}}`: `check` says the tag is unknown, with the caret at the
+    tag (it once said "unexpected '}'" at the brace)."""
+    path = tmp_path / "typo.jinja"
+    path.write_text(source, encoding="utf-8")
+    done = script("check", path)
+    assert_clean(done, 1)
+    assert f"Encountered unknown tag '{tag}'." in done.stdout
+    shown, caret = next((line, after) for line, after in zip(done.stdout.splitlines(), done.stdout.splitlines()[1:])
+                        if after.strip() == "^")
+    assert re.match(r"\{%-?\s*" + tag, shown[caret.index("^"):])
