@@ -479,3 +479,21 @@ def test_a_misspelled_tag_is_named_where_it_is(tmp_path, source, tag):
     shown, caret = next((line, after) for line, after in zip(done.stdout.splitlines(), done.stdout.splitlines()[1:])
                         if after.strip() == "^")
     assert re.match(r"\{%-?\s*" + tag, shown[caret.index("^"):])
+
+
+def test_every_test_file_the_docs_and_ci_name_exists():
+    """`.ci/run` once named a test file that did not exist."""
+    root = pathlib.Path(__file__).parent.parent
+    named = set()
+    for doc in (".ci/run", "README.md", "CONTRIBUTING.md", "benchmarks/README.md", "docs/serving.md",
+                "docs/chat.md", "docs/playground.md"):
+        named |= set(re.findall(r"tests/[\w/]+\.(?:py|sh)", (root / doc).read_text(encoding="utf-8")))
+    named.discard("tests/test_x.py")  # CONTRIBUTING's stand-in for "a test file"
+    assert named and sorted(path for path in named if not (root / path).exists()) == []
+
+
+def test_readme_says_the_quick_benchmark_is_a_sample():
+    """Its verdicts near a bound can differ from the full run's the table states."""
+    readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    performance = readme.split("## Performance", 1)[1].split("\n## ", 1)[0]
+    assert "`--quick` times a\nsample" in performance or "`--quick` times a sample" in performance
