@@ -294,3 +294,18 @@ def test_template_variables_named_like_the_checks_own_parameters_reach_the_templ
     """`chat` and `messages` are positional: a template variable called `chat` is the template's."""
     report = chat("{{ chat }}|" + CHATML).check_append_only(conversation(1), chat="C")
     assert report.append_only and report.checked == 2
+
+
+def test_a_break_stays_reported_when_the_render_explaining_it_fails(monkeypatch):
+    from jinjamark.chat import origins, prefixes
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("an origin render this template cannot make")
+    monkeypatch.setattr(origins, "render_runs", failing)
+    source = ("{% for m in messages %}{{ m.role }}: {{ m.content }}"
+              "{% if loop.last %}<|return|>{% else %}<|end|>{% endif %}\n{% endfor %}")
+    messages = conversation(1)
+    template = chat(source)
+    report = template.check_append_only(messages)
+    assert {b.turn: b.offset for b in report.breaks} == expected_breaks(template.render, messages)
+    assert all(b.cause == prefixes.UNEXPLAINED and b.message == b.turn - 1 for b in report.breaks)

@@ -27,7 +27,8 @@ POSITION = "position-dependent text"              # text that depends on where i
 DATA = "data printed differently"                 # a message's data printed otherwise once others follow
 TOKENS = "tokens merge across the boundary"       # the text is a prefix, its tokens are not
 REFUSED = "prompt refused"                        # the template raises for this prompt
-CAUSES = (PAST_REASONING, GENERATION_PROMPT, LAST_TURN, POSITION, DATA, TOKENS, REFUSED)
+UNEXPLAINED = "not explained"                     # the origin render that would explain it failed
+CAUSES = (PAST_REASONING, GENERATION_PROMPT, LAST_TURN, POSITION, DATA, TOKENS, REFUSED, UNEXPLAINED)
 
 EXCERPT = 40  # characters of each side shown at a break
 
@@ -146,7 +147,11 @@ class _Explainer:
         return self._whole_runs
 
     def text_break(self, turn: int, prompting: bool, prompt: str, offset: int) -> Break:
-        mine, theirs = self.runs(self.messages[:turn], prompting), self.whole_runs
+        try:
+            mine, theirs = self.runs(self.messages[:turn], prompting), self.whole_runs
+        except Exception:  # noqa: BLE001 - the plain renders found the break: it stays reported
+            return Break(turn, offset, turn - 1, None, None, UNEXPLAINED,
+                         prompt[offset:offset + EXCERPT], self.whole[offset:offset + EXCERPT])
         at, there = run_at(mine, offset), run_at(theirs, offset)
         message = _owner(mine, at, turn) if at is not None else None
         if message is None and there is not None:
@@ -158,12 +163,15 @@ class _Explainer:
                      prompt[offset:offset + EXCERPT], self.whole[offset:offset + EXCERPT])
 
     def token_break(self, turn: int, prompting: bool, prompt: str, token: int) -> Break:
-        mine = self.runs(self.messages[:turn], prompting)
+        try:
+            mine = self.runs(self.messages[:turn], prompting)
+        except Exception:  # noqa: BLE001 - as text_break
+            mine = []
         last = len(mine) - 1 if mine else None
-        message = _owner(mine, last, turn) if last is not None else None
-        return Break(turn, len(prompt), message, *_position(mine[last] if mine else None), TOKENS,
-                     prompt[-EXCERPT:], self.whole[len(prompt) - EXCERPT:len(prompt) + EXCERPT],
-                     token)
+        message = _owner(mine, last, turn) if last is not None else turn - 1
+        end = len(prompt)
+        return Break(turn, end, message, *_position(mine[last] if mine else None), TOKENS,
+                     prompt[-EXCERPT:], self.whole[max(0, end - EXCERPT):end + EXCERPT], token)
 
 
 def run_at(runs: list, offset: int) -> Optional[int]:
