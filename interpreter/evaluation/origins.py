@@ -6,7 +6,7 @@ none to carry, so it is attributed by the render's state, never by searching the
 
 - **turn**: a `for` loop whose item is one of the conversation's messages (by identity: slices,
   `loop_messages`, `selectattr` copies and reversed lists hold the same dicts) is at that
-  message's turn while its body runs; a loop over a `range` whose body reads `seq[i]` with the
+  message's turn while its body runs (a loop that writes nothing is left as it is); a loop over a `range` whose body reads `seq[i]` with the
   loop variable is at the turn of `seq[i]`. When the loop ends, the turn is what it was before.
 - **generation prompt**: the text written inside an `if` (or by a `{{ }}`) whose test reads
   `add_generation_prompt`, in a render where that variable is true.
@@ -54,6 +54,17 @@ class StatementMarker(Marker):
         marker = super().__new__(cls, "")
         marker.line, marker.column = line, column
         return marker
+
+
+class StatementText(str):
+    """A text statement's text in the rewritten tree, carrying the statement that writes it: it
+    says where it comes from itself, without a marker before it (most output is such text).
+    Joined into a larger string (a captured body), it is plain text again."""
+
+    def __new__(cls, text: str, statement: StatementMarker) -> "StatementText":
+        made = super().__new__(cls, text)
+        made.statement = statement  # made once per statement, when the tree is rewritten
+        return made
 
 
 PROMPT_START = Marker("")  # the generation prompt starts ...
@@ -132,8 +143,17 @@ def _compile_loop_turns(node: LoopTurns) -> Any:
         finally:
             if recorder.turn != before:
                 recorder.turn = before
-                ev.out.append(turn_marker(before))
+                enter_turn(ev.out, before)
     return loop_turns
+
+
+def enter_turn(out: list, turn: Optional[int]) -> None:
+    """Write the marker of `turn`; one written just before it, with nothing between, is replaced
+    (a loop over items that writes for few of them leaves one marker, not one an item)."""
+    if out and type(out[-1]) is TurnMarker:
+        out[-1] = turn_marker(turn)
+    else:
+        out.append(turn_marker(turn))
 
 
 @compiles(EnterItem)
@@ -152,7 +172,7 @@ def _compile_enter_item(node: EnterItem) -> Any:
         turn = recorder.messages.get(id(item))
         if turn is not None and type(item) is dict and turn != recorder.turn:
             recorder.turn = turn
-            ev.out.append(turn_marker(turn))
+            enter_turn(ev.out, turn)
     return enter_item
 
 
@@ -188,7 +208,7 @@ def _rewrite(node: Any) -> Any:
         if new is not value:
             changes[name] = new
     rebuilt = dataclasses.replace(node, **changes) if changes else node
-    if type(node) is ast.For and type(node.target) is ast.NameTarget:
+    if type(node) is ast.For and type(node.target) is ast.NameTarget and writes(node.body + node.otherwise):
         entry = EnterItem(node.span, node.target.name, _range_sequence(node))
         rebuilt = dataclasses.replace(rebuilt, body=(entry,) + tuple(rebuilt.body))
         return LoopTurns(node.span, (rebuilt,))
@@ -198,12 +218,40 @@ def _rewrite(node: Any) -> Any:
     return rebuilt
 
 
+def writes(statements: tuple) -> bool:
+    """Whether running `statements` may write output. A loop that writes none (a scan that
+    only sets variables, often nested over the conversation: `for j in range(i)`) needs no
+    turn markers: they would cost a call an item and attribute nothing. Assignments, imports,
+    and the bodies of macro definitions and `set` blocks (captured) write nothing; any other
+    statement may, an extension's too."""
+    for node in statements:
+        kind = type(node)
+        if kind in _SILENT:
+            continue
+        if kind is ast.If:
+            if any(writes(body) for _, body in node.branches) or writes(node.otherwise):
+                return True
+        elif kind is ast.For:
+            if writes(node.body) or writes(node.otherwise):
+                return True
+        else:
+            return True
+    return False
+
+
+_SILENT = frozenset({ast.Assign, ast.AssignBlock, ast.Macro, ast.Import, ast.FromImport})
+
+
 def _rewrite_field(value: Any) -> Any:
     if isinstance(value, ast.Stmt) or type(value) is ast.Template:
         return _rewrite(value)
     if type(value) is tuple and value:
         items: list = []
         for item in value:
+            if type(item) is ast.Text and item.text:  # its text says which statement wrote it
+                marker = StatementMarker(item.span.line, item.span.column)
+                items.append(dataclasses.replace(item, text=StatementText(item.text, marker)))
+                continue
             if type(item) is ast.Text or type(item) is ast.Output:
                 items.append(StatementMark(item.span, item.span.line))
             items.append(_rewrite_field(item))
@@ -260,6 +308,8 @@ def resolve(pieces: list) -> list[Run]:
     statement: Optional[StatementMarker] = None
     for piece in pieces:
         kind = type(piece)
+        if kind is StatementText:  # a text statement's: its statement starts here
+            statement, moved, kind = piece.statement, True, str
         if kind is str:
             if not piece:
                 continue
