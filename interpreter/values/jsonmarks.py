@@ -87,6 +87,9 @@ def _located(value: Any, text: str, skipkeys: bool = False, ensure_ascii: bool =
             if type(token) is Input:
                 if end > at:
                     spans.append((at, end))
+            elif isinstance(token, Marked) and _whole(token):  # a field traced with its origin
+                if end > at:
+                    spans.append((at, end) + token.spans[0][2:])
             elif isinstance(token, Marked):
                 literal = _encode_marked(token, base)
                 if len(literal) != end - at + 2:
@@ -103,6 +106,13 @@ def _located(value: Any, text: str, skipkeys: bool = False, ensure_ascii: bool =
     return make(text, merge(spans))
 
 
+def _whole(s: str) -> bool:
+    """Whether all of marked `s` is one input run (a string from input with its origin: every
+    character of its literal between the quotes is input, escapes included)."""
+    own = s.spans
+    return len(own) == 1 and own[0][0] == 0 and own[0][1] == len(s)
+
+
 def _searched(tokens: list, text: str, base: Any) -> str:
     """The marks found by searching each token's literal in the text, in order."""
     spans: list[tuple[int, int]] = []
@@ -116,6 +126,8 @@ def _searched(tokens: list, text: str, base: Any) -> str:
         pos = at + len(literal)
         if type(token) is Input:  # all of it input: everything between the quotes
             spans.append((at + 1, pos - 1))
+        elif isinstance(token, Marked) and _whole(token):
+            spans.append((at + 1, pos - 1) + token.spans[0][2:])
         elif isinstance(token, Marked):
             spans.extend(shifted_all(spans_of(_encode_marked(token, base)), at))
         elif is_input_number(token):
