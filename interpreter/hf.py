@@ -10,16 +10,18 @@ template's text contains) are recognised only where the template wrote them. A u
 `<|im_end|>` or `<tool_call>` gets the ids of those characters. `patch` makes a tokenizer's own
 method (or every tokenizer's) use this one.
 
-Its errors are transformers' too (see `DropInError`): where jinja2 is importable, a template's
-error is also the jinja2 exception transformers would raise (`except jinja2.TemplateError` catches
-it), its `str()` is the bare message, and `.located` gives jinjamark's text with the caret.
+Its errors are transformers' too (see `DropInError`): where the process has loaded jinja2 (code
+that writes `except jinja2.TemplateError` has), a template's error is also the jinja2 exception
+transformers would raise, its `str()` is the bare message, and `.located` gives jinjamark's text
+with the caret.
 
-transformers is not imported here: the tokenizer is the caller's object, and we use its methods;
-jinja2 only when an error is raised, and only if it is installed.
+Neither transformers nor jinja2 is imported here: the tokenizer is the caller's object, and we
+use its methods; jinja2's exception classes are taken from `sys.modules`, never imported.
 """
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any, Optional, Union
 
 from .chat.encoding import InputRuns, encode_runs
@@ -49,7 +51,7 @@ class DropInError:
     """Mixed into every `TemplateError` that `apply_chat_template` raises, so that the code written
     around transformers' method catches it and prints what it printed:
 
-    - where jinja2 is importable, the error is also an instance of the jinja2 class transformers
+    - where jinja2 is loaded, the error is also an instance of the jinja2 class transformers
       raises (`raise_exception` a `jinja2.TemplateError`, a syntax error a
       `jinja2.TemplateSyntaxError`, an undefined value a `jinja2.UndefinedError`, ...), and of the
       Python exception jinja2 lets through (`TypeError`, `ZeroDivisionError`) where that caused it;
@@ -79,20 +81,21 @@ _JINJA2_NAMES = ((TemplateAssertionError, "TemplateAssertionError"),
                  (TemplateError, "TemplateError"))
 
 
-@functools.lru_cache(maxsize=None)
 def _drop_in_class(jinjamark_class: type, python_class: Optional[type]) -> type:
-    """`jinjamark_class` with `DropInError`, the jinja2 classes it stands for (when jinja2 is
-    installed) and `python_class`, made once per pair."""
+    """`jinjamark_class` with `DropInError`, the jinja2 classes it stands for (those of the
+    jinja2 the process has loaded, if any: jinja2 is never imported at run time) and
+    `python_class`."""
+    return _made_class(jinjamark_class, python_class, sys.modules.get("jinja2.exceptions"))
+
+
+@functools.lru_cache(maxsize=None)
+def _made_class(jinjamark_class: type, python_class: Optional[type], jinja2_exceptions: Any) -> type:
+    """`_drop_in_class`, made once per pair and loaded jinja2 (one loaded later gets its own)."""
     bases: list[type] = [DropInError, jinjamark_class]
-    try:
-        import jinja2.exceptions
-    except ImportError:
-        pass
-    else:
-        for ours, name in _JINJA2_NAMES:
-            theirs = getattr(jinja2.exceptions, name)
-            if issubclass(jinjamark_class, ours) and not any(issubclass(b, theirs) for b in bases):
-                bases.append(theirs)
+    for ours, name in _JINJA2_NAMES if jinja2_exceptions is not None else ():
+        theirs = getattr(jinja2_exceptions, name)
+        if issubclass(jinjamark_class, ours) and not any(issubclass(b, theirs) for b in bases):
+            bases.append(theirs)
     if python_class is not None and not issubclass(jinjamark_class, python_class):
         bases.append(python_class)
     made = type(jinjamark_class.__name__, tuple(bases),

@@ -391,14 +391,32 @@ def test_drop_in_errors_are_jinja2s_and_pickle(tokenizer):
 def test_without_jinja2_the_drop_in_errors_still_print_as_transformers(tokenizer, monkeypatch):
     monkeypatch.setitem(sys.modules, "jinja2", None)
     monkeypatch.setitem(sys.modules, "jinja2.exceptions", None)
-    hf._drop_in_class.cache_clear()
-    try:
-        with pytest.raises(jinjamark.UndefinedError) as raised:
-            hf.apply_chat_template(tokenizer, fixture("01-single-user")["messages"], chat_template="{{ x.y }}")
-        assert str(raised.value) == "'x' is undefined" and "^" in raised.value.located
-        assert [c.__module__.split(".")[0] for c in type(raised.value).__mro__].count("jinja2") == 0
-    finally:
-        hf._drop_in_class.cache_clear()
+    with pytest.raises(jinjamark.UndefinedError) as raised:
+        hf.apply_chat_template(tokenizer, fixture("01-single-user")["messages"], chat_template="{{ x.y }}")
+    assert str(raised.value) == "'x' is undefined" and "^" in raised.value.located
+    assert [c.__module__.split(".")[0] for c in type(raised.value).__mro__].count("jinja2") == 0
+
+
+def test_a_drop_in_error_never_imports_jinja2_and_is_its_class_once_it_is_loaded():
+    """jinja2 is not imported at run time: a process that has not loaded it gets jinjamark's
+    classes; one that has (it writes `except jinja2.TemplateError`) gets jinja2's too."""
+    code = (
+        "import sys, jinjamark.hf as hf\n"
+        "class Tok:\n"
+        "    chat_template = '{{ raise_exception(\\'no\\') }}'\n"
+        "    special_tokens_map = {}\n"
+        "def failed():\n"
+        "    try:\n"
+        "        hf.apply_chat_template(Tok(), [{'role': 'user', 'content': 'x'}], tokenize=False)\n"
+        "    except Exception as error:\n"
+        "        return error\n"
+        "first = failed()\n"
+        "print('jinja2' in sys.modules, str(first))\n"
+        "import jinja2\n"
+        "print(isinstance(failed(), jinja2.TemplateError), isinstance(first, jinja2.TemplateError))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["False no", "True False"]
 
 
 @pytest.mark.parametrize("code", ["import jinjamark.hf", "import jinjamark; jinjamark.hf.patch",
