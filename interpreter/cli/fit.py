@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
-from .inputs import (STDIN, UsageError, add_input_options, as_input_errors, chat_arguments,
-                     load_conversation, load_template, refuse_two_stdins)
+from .inputs import (UsageError, add_input_options, as_input_errors, chat_arguments,
+                     load_conversation, load_template, load_tokenizer, refuse_two_stdins)
 from .render import CONVERSATION_HELP, TEMPLATE_HELP
 from ..chat.fitting import MODES
 
@@ -41,7 +40,7 @@ def fit_command(args: argparse.Namespace) -> int:
     if args.max_tokens < 1:
         raise UsageError(f"--max-tokens must be positive, got {args.max_tokens}")
     refuse_two_stdins(args.template, args.conversation)
-    tokenizer = load_tokenizer(args.tokenizer, args.template)
+    tokenizer = load_tokenizer(args.tokenizer, args.template, "fit")
     fixture = load_conversation(args.conversation)
     messages, options = chat_arguments(fixture, args)
     options.pop("add_generation_prompt")  # the mode decides it
@@ -53,27 +52,6 @@ def fit_command(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     print(summary(result, len(messages), args.max_tokens, args.mode), file=sys.stderr)
     return 0
-
-
-def load_tokenizer(path: Any, template: str) -> Any:
-    """The `tokenizers.Tokenizer` of a tokenizer.json, or of the one in a folder (by default the
-    model folder TEMPLATE)."""
-    try:
-        from tokenizers import Tokenizer
-    except ImportError:
-        raise UsageError("the fit command needs the tokenizers package: "
-                         "pip install '.[hf]' in a jinjamark checkout") from None
-    if path is None:
-        if template == STDIN or not os.path.isdir(template):
-            raise UsageError("fit needs --tokenizer TOKENIZER.json (or a model folder with "
-                             "tokenizer.json)")
-        path = template
-    if os.path.isdir(path):
-        path = os.path.join(path, "tokenizer.json")
-    try:
-        return Tokenizer.from_file(path)
-    except Exception as error:  # tokenizers raises its own Exception type for bad files
-        raise UsageError(f"cannot load {path}: {error}") from None
 
 
 def summary(result: Any, total: int, budget: int, mode: str) -> str:

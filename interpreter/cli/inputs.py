@@ -179,6 +179,27 @@ def parse_conversation(text: str, path: str) -> dict:
     return fixture
 
 
+def load_tokenizer(path: Any, template: str, command: str) -> Any:
+    """The `tokenizers.Tokenizer` of a tokenizer.json, or of the one in a folder (by default the
+    model folder TEMPLATE), for `command`."""
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise UsageError(f"the {command} command needs the tokenizers package: "
+                         "pip install '.[hf]' in a jinjamark checkout") from None
+    if path is None:
+        if template == STDIN or not os.path.isfile(os.path.join(template, "tokenizer.json")):
+            raise UsageError(f"{command} needs --tokenizer TOKENIZER.json (or a model folder with "
+                             "tokenizer.json)")
+        path = template
+    if os.path.isdir(path):
+        path = os.path.join(path, "tokenizer.json")
+    try:
+        return Tokenizer.from_file(path)
+    except Exception as error:  # tokenizers raises its own Exception type for bad files
+        raise UsageError(f"cannot load {path}: {error}") from None
+
+
 def chat_arguments(fixture: dict, args: argparse.Namespace) -> tuple[Any, dict]:
     """The conversation's messages and ChatTemplate.render's keyword arguments.
 

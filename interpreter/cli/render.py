@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from contextlib import nullcontext
 from typing import Callable, Optional, Sequence
 
-from .inputs import (STDIN, UsageError, add_input_options, as_input_errors, chat_arguments,
-                     demo_files, load_conversation, load_template, refuse_two_stdins, render_chat)
+from .inputs import (UsageError, add_input_options, as_input_errors, chat_arguments,
+                     demo_files, load_conversation, load_template, load_tokenizer, refuse_two_stdins,
+                     render_chat)
 from .show import (CLOSE, INPUT_STYLE, LEGEND_STYLE, OPEN, is_terminal, on_terminal, show_parts,
                    wants_color)
 from .origins import (MASK_CLOSE, MASK_OPEN, MASK_STYLE, masked_pieces, origins_json, show_origins,
@@ -141,23 +141,10 @@ def render_command(args: argparse.Namespace) -> int:
 
 
 def tokens_command(args: argparse.Namespace) -> int:
-    try:
-        from tokenizers import Tokenizer
-    except ImportError:
-        raise UsageError("the tokens command needs the tokenizers package: "
-                         "pip install '.[hf]' in a jinjamark checkout") from None
     from ..chat.encoding import InputRuns, encode_runs
     from ..chat.tokenization import control_tokens
     refuse_two_stdins(args.template, args.conversation)
-    path = args.tokenizer
-    if path is None:
-        path = os.path.join(args.template, "tokenizer.json")
-        if args.template == STDIN or not os.path.isfile(path):
-            raise UsageError("tokens needs --tokenizer TOKENIZER.json (or a model folder with tokenizer.json)")
-    try:
-        tokenizer = Tokenizer.from_file(path)
-    except Exception as error:  # tokenizers raises its own Exception type for bad files
-        raise UsageError(f"cannot load {path}: {error}") from None
+    tokenizer = load_tokenizer(args.tokenizer, args.template, "tokens")
     messages, options = chat_arguments(load_conversation(args.conversation), args)
     template = load_template(args, args.template)
     spans = None
