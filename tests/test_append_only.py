@@ -52,6 +52,9 @@ TOOLS = [{"type": "function", "function": {
     "name": "get_weather", "description": "The weather in a city.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
 
+# a template that writes the last message's end otherwise than a past one's (as gpt-oss does)
+LAST_TURN_MARKER = ("{% for m in messages %}{{ m.role }}: {{ m.content }}"
+                    "{% if loop.last %}<|return|>{% else %}<|end|>{% endif %}\n{% endfor %}")
 CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
           "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
@@ -98,8 +101,7 @@ def test_dropped_past_reasoning_names_its_message_and_line():
 
 
 def test_last_turn_marker():
-    source = ("{% for m in messages %}{{ m.role }}: {{ m.content }}"
-              "{% if loop.last %}<|return|>{% else %}<|end|>{% endif %}\n{% endfor %}")
+    source = LAST_TURN_MARKER
     messages = conversation(2)
     template = chat(source)
     report = template.check_append_only(messages)
@@ -184,8 +186,7 @@ def test_analyze_finds_the_switch_that_keeps_reasoning():
 
 def test_cli_check_append_only(tmp_path):
     template = tmp_path / "t.jinja"
-    template.write_text("{% for m in messages %}{{ m.role }}: {{ m.content }}"
-                        "{% if loop.last %}<|return|>{% else %}<|end|>{% endif %}\n{% endfor %}")
+    template.write_text(LAST_TURN_MARKER)
     conv = tmp_path / "c.json"
     conv.write_text(json.dumps({"messages": conversation(1)}))
     run = subprocess.run([sys.executable, "-m", "jinjamark", "check", "--append-only", str(template), str(conv)],
@@ -302,8 +303,7 @@ def test_a_break_stays_reported_when_the_render_explaining_it_fails(monkeypatch)
     def failing(*args, **kwargs):
         raise RuntimeError("an origin render this template cannot make")
     monkeypatch.setattr(origins, "render_runs", failing)
-    source = ("{% for m in messages %}{{ m.role }}: {{ m.content }}"
-              "{% if loop.last %}<|return|>{% else %}<|end|>{% endif %}\n{% endfor %}")
+    source = LAST_TURN_MARKER
     messages = conversation(1)
     template = chat(source)
     report = template.check_append_only(messages)

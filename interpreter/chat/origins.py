@@ -140,7 +140,7 @@ def continued(chat: "ChatTemplate", messages: Any, runs: list, tools: Any, docum
 
 
 def cut(runs: list, end: int) -> list:
-    """The runs of the first `end` characters."""
+    """The runs (or origin parts) of the first `end` characters."""
     out, pos = [], 0
     for run in runs:
         if pos >= end:

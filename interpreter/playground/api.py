@@ -286,16 +286,10 @@ def shown_parts(parts: list[Part]) -> dict:
 def shown_origins(parts: list[OriginPart], messages: Any) -> dict:
     """The origin parts as JSON, cut after MAX_SHOWN_CHARACTERS, and the role of each message
     (when it is a string) for the page to name the messages that `message` indexes."""
-    items: list[dict] = []
-    size = 0
-    for part in parts:
-        if size >= MAX_SHOWN_CHARACTERS:
-            break
-        text = part.text[:MAX_SHOWN_CHARACTERS - size]
-        size += len(text)
-        items.append(origin_item(part, text))
-    return {"items": items, "roles": message_roles(messages),
-            "truncated": size < sum(len(part.text) for part in parts)}
+    from ..chat.origins import cut
+    shown = cut(parts, MAX_SHOWN_CHARACTERS)
+    return {"items": [origin_item(part) for part in shown], "roles": message_roles(messages),
+            "truncated": sum(len(part.text) for part in shown) < sum(len(part.text) for part in parts)}
 
 
 def message_roles(messages: Any) -> list[Optional[str]]:
@@ -306,11 +300,11 @@ def message_roles(messages: Any) -> list[Optional[str]]:
             for m in messages]
 
 
-def origin_item(part: OriginPart, text: str) -> dict:
+def origin_item(part: OriginPart) -> dict:
     """One origin part: its message (the one input came from, else the turn it was written
     for), the field input came from (`key`: the characters are the field's name); input
     computed from several fields (`Several`) lists them as `sources`."""
-    item = {"text": text, "input": part.is_input, "message": part.message, "field": part.field,
+    item = {"text": part.text, "input": part.is_input, "message": part.message, "field": part.field,
             "key": bool(getattr(part.origin, "key", False)), "turn": part.turn,
             "generation_prompt": part.generation_prompt, "line": part.line}
     several = getattr(part.origin, "sources", None)
