@@ -12,9 +12,10 @@ of the whole conversation, once), so a conversation that is append-only costs a 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
-from .normalize import REASONING_FIELDS
+from .normalize import REASONING_FIELDS, normalize_messages
 
 if TYPE_CHECKING:
     from .template import ChatTemplate
@@ -98,7 +99,6 @@ def check_append_only(chat: "ChatTemplate", messages: Sequence[Any], /, tools: A
 def prompts(chat: "ChatTemplate", messages: list, options: dict) -> Iterator[tuple[int, bool, Any]]:
     """(k, whether it has the generation prompt, the prompt's text or the error rendering it
     raised) for each turn k of the conversation: the requests a server renders."""
-    from .normalize import normalize_messages  # noqa: PLC0415
     roles = [m.get("role") if isinstance(m, dict) else None for m in normalize_messages(messages)]
     for turn in range(1, len(messages)):
         prompting = roles[turn] == "assistant"
@@ -112,11 +112,10 @@ def prompts(chat: "ChatTemplate", messages: list, options: dict) -> Iterator[tup
 def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
     """The length of the longest common prefix of two strings (or lists): by halving, each
     step one comparison made in C, not a Python step per character."""
-    if b[:len(a)] == a:
-        return len(a)
-    low, high = 0, min(len(a), len(b))  # a[:low] == b[:low], a[:high] != b[:high]
+    low, high = 0, min(len(a), len(b))
     if a[:high] == b[:high]:
         return high
+    # from here on a[:low] == b[:low] and a[:high] != b[:high]
     while high - low > 1:
         middle = (low + high) // 2
         if a[low:middle] == b[low:middle]:
@@ -134,17 +133,14 @@ class _Explainer:
                  add_generation_prompt: bool, options: dict) -> None:
         self.chat, self.messages, self.whole, self.options = chat, messages, whole, options
         self.add_generation_prompt = add_generation_prompt
-        self._whole_runs: Optional[list] = None
 
     def runs(self, messages: list, prompting: bool) -> list:
         from .origins import render_runs  # noqa: PLC0415 - only a break needs origins
         return render_runs(self.chat, messages, add_generation_prompt=prompting, **self.options)[0]
 
-    @property
+    @cached_property
     def whole_runs(self) -> list:
-        if self._whole_runs is None:
-            self._whole_runs = self.runs(self.messages, self.add_generation_prompt)
-        return self._whole_runs
+        return self.runs(self.messages, self.add_generation_prompt)
 
     def text_break(self, turn: int, prompting: bool, prompt: str, offset: int) -> Break:
         try:
@@ -152,11 +148,11 @@ class _Explainer:
         except Exception:  # noqa: BLE001 - the plain renders found the break: it stays reported
             return Break(turn, offset, turn - 1, None, None, UNEXPLAINED,
                          prompt[offset:offset + EXCERPT], self.whole[offset:offset + EXCERPT])
-        at, there = run_at(mine, offset), run_at(theirs, offset)
-        message = _owner(mine, at, turn) if at is not None else None
+        at, there = run_at(mine, offset), run_at(theirs, offset)  # `at`: the prompt goes on there
+        message = _owner(mine, at, turn)
         if message is None and there is not None:
             message = _owner(theirs, there, turn)
-        written = mine[at] if at is not None else None
+        written = mine[at]
         cause = _cause(turn, message, written, theirs[there] if there is not None else None,
                        mine, theirs)
         return Break(turn, offset, message, *_position(written), cause,
@@ -215,11 +211,11 @@ def _cause(turn: int, message: Optional[int], mine: Any, theirs: Any, mine_runs:
            their_runs: list) -> str:
     """Why the prompt's text at the break is not the whole render's (`mine`, `theirs`: the runs
     there, `theirs` None when the whole render ends first)."""
-    if mine is not None and mine.prompt:
+    if mine.prompt:
         return GENERATION_PROMPT
     if message is not None and _lost_reasoning(message, mine_runs, their_runs):
         return PAST_REASONING
-    if (mine is not None and mine.source is not None) or (theirs is not None and theirs.source is not None):
+    if mine.source is not None or (theirs is not None and theirs.source is not None):
         return DATA
     if message == turn - 1:
         return LAST_TURN
