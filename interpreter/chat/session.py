@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_right
-from itertools import accumulate
+from itertools import accumulate, islice
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Sequence
 
@@ -73,7 +73,6 @@ class EncodingSession:
         self.options = dict(tools=tools, documents=documents, **kwargs)
         template = chat.compiled(select_template(chat.templates, chat.template_name, tools))
         self.control = control_tokens(tokenizer, template)
-        self.safe_ids = frozenset(self.control.values())
         self.content = {token_id: content for content, token_id in self.control.items()}
         self.incremental = backend_of(tokenizer) is not None  # offsets are needed to find boundaries
         self._previous: Optional[_Previous] = None
@@ -92,10 +91,7 @@ class EncodingSession:
             previous = self._previous
             request, shared = _compared(list(parts), previous.request if previous else None)
             start, kept = self._boundary(previous, shared) if previous is not None else (0, 0)
-            if start:
-                found = self._encode_after(parts, request, previous, start, kept)
-            else:
-                found = None
+            found = self._encode_after(request, previous, start, kept) if start else None
             if found is None:  # the first request, no shared boundary, or no clean cut
                 ids, boundaries, tokenized = self._encode_whole(parts, request)
                 reused = common_prefix(previous.ids, ids) if previous is not None else 0
@@ -124,8 +120,7 @@ class EncodingSession:
         encoded = encode_runs([runs], self.tokenizer, self.control)[0]
         return encoded.ids, self._boundaries_in(encoded, 0, 0, runs), request.length
 
-    def _encode_after(self, parts: Sequence[Part], request: _Request, previous: _Previous,
-                      start: int, kept: int) -> Optional[tuple[list[int], list, int, int]]:
+    def _encode_after(self, request: _Request, previous: _Previous, start: int, kept: int) -> Optional[tuple[list[int], list, int, int]]:
         """The ids: the previous ones before the boundary at `start`, the rest encoded after
         the control token that ends there (template text: its id comes first, and is dropped);
         None when that token does not come out first (no clean cut)."""
@@ -153,11 +148,11 @@ class EncodingSession:
         if offsets is None:
             return []
         out = []
-        safe = self.safe_ids
+        content = self.content  # the control tokens: a boundary is after one
         for index, token_id in enumerate(encoded.ids):
-            if token_id in safe:
+            if token_id in content:
                 begin, end = offsets[index]
-                if end - begin == len(self.content[token_id]) and not runs.touches(begin, end):
+                if end - begin == len(content[token_id]) and not runs.touches(begin, end):
                     out.append((end + shift, first_id + index + 1))
         return out
 
@@ -172,8 +167,7 @@ def _compared(parts: list[Part], previous: Optional[_Request]) -> tuple[_Request
     same = _shared_parts(previous.parts, parts)
     begin = previous.ends[same - 1] if same else 0
     ends = previous.ends[:same]
-    ends.extend(accumulate(map(len, map(_TEXT, parts[same:])), initial=begin))
-    del ends[same]  # accumulate's initial value
+    ends.extend(islice(accumulate(map(len, map(_TEXT, parts[same:])), initial=begin), 1, None))
     shared = begin
     if same < len(parts) and same < len(previous.parts) \
             and parts[same].is_input == previous.parts[same].is_input:  # one part longer
