@@ -16,6 +16,7 @@ from datetime import datetime
 import pytest
 
 import jinjamark
+import oracle
 from conftest import chat_templates
 from jinjamark.chat.prefixes import (DATA, GENERATION_PROMPT, LAST_TURN, PAST_REASONING, POSITION,
                                      REFUSED, TOKENS, common_prefix)
@@ -63,12 +64,15 @@ def chat(source: str) -> jinjamark.ChatTemplate:
     return jinjamark.ChatTemplate(source, special_tokens=SPECIALS, now=lambda: FIXED_NOW)
 
 
-def expected_breaks(render, messages: list, **options) -> dict:
-    """turn -> the first differing character, from prefix renders by `render` (independent)."""
-    whole = render(messages, add_generation_prompt=False, **options)
+def expected_breaks(source: str, messages: list) -> dict:
+    """turn -> the first differing character, from prefix renders by the Jinja2 oracle."""
+    def render(messages, add_generation_prompt):
+        return oracle.compiled(source).render(messages=messages, add_generation_prompt=add_generation_prompt,
+                                              **SPECIALS)
+    whole = render(messages, False)
     found = {}
     for k in range(1, len(messages)):
-        prompt = render(messages[:k], add_generation_prompt=messages[k]["role"] == "assistant", **options)
+        prompt = render(messages[:k], messages[k]["role"] == "assistant")
         if not whole.startswith(prompt):
             found[k] = next(i for i, (a, b) in enumerate(zip(prompt + "\0", whole + "\1")) if a != b)
     return found
@@ -91,7 +95,7 @@ def test_dropped_past_reasoning_names_its_message_and_line():
     messages = conversation(3, reasoning=True)
     template = chat(source)
     report = template.check_append_only(messages)
-    assert {b.turn: b.offset for b in report.breaks} == expected_breaks(template.render, messages)
+    assert {b.turn: b.offset for b in report.breaks} == expected_breaks(source, messages)
     assert [b.turn for b in report.breaks] == [3, 5]
     for found in report.breaks:
         assert found.cause == PAST_REASONING
@@ -105,7 +109,7 @@ def test_last_turn_marker():
     messages = conversation(2)
     template = chat(source)
     report = template.check_append_only(messages)
-    assert {b.turn: b.offset for b in report.breaks} == expected_breaks(template.render, messages)
+    assert {b.turn: b.offset for b in report.breaks} == expected_breaks(source, messages)
     assert len(report.breaks) == 4  # every prompt ends with the marker the next one changes
     assert all(b.cause == LAST_TURN and b.message == b.turn - 1 and b.line == 1
                for b in report.breaks)
@@ -138,7 +142,7 @@ def test_generation_prompt_not_kept():
     messages = conversation(2)
     template = chat(source)
     report = template.check_append_only(messages)
-    assert {b.turn: b.offset for b in report.breaks} == expected_breaks(template.render, messages)
+    assert {b.turn: b.offset for b in report.breaks} == expected_breaks(source, messages)
     assert [b.turn for b in report.breaks] == [2, 4]
     assert all(b.cause == GENERATION_PROMPT and b.message == b.turn and b.prompt == "<think>\n"
                for b in report.breaks)
@@ -307,5 +311,5 @@ def test_a_break_stays_reported_when_the_render_explaining_it_fails(monkeypatch)
     messages = conversation(1)
     template = chat(source)
     report = template.check_append_only(messages)
-    assert {b.turn: b.offset for b in report.breaks} == expected_breaks(template.render, messages)
+    assert {b.turn: b.offset for b in report.breaks} == expected_breaks(source, messages)
     assert all(b.cause == prefixes.UNEXPLAINED and b.message == b.turn - 1 for b in report.breaks)
