@@ -72,8 +72,6 @@ def get_item(obj: Any, key: Any, undefined: type, mutable: bool = False) -> Any:
         return undefined(obj=obj, name=key)
     if isinstance(obj, Undefined):
         return obj[key]
-    if t is Namespace and type(key) is str and key[:1] == "_" and key in obj.attrs:
-        return unsafe_attribute(undefined, obj, key)  # Jinja2 reads it as the attribute it is
     try:
         return _item(obj, key)
     except (LookupError, TypeError):
@@ -159,8 +157,8 @@ def _item(obj: Any, key: Any) -> Any:
     if hasattr(t, "jinja_attribute"):
         if hasattr(t, "jinja_item"):  # an object read by key its own way (hostcalls.InputObject)
             return obj.jinja_item(key)
-        if isinstance(key, str):
-            return t.jinja_attribute(obj, key)
+        if isinstance(key, str) and key[:1] != "_":  # a runtime object's items are its attributes:
+            return t.jinja_attribute(obj, key)    # `_` ones are the sandbox's to refuse (get_item)
     elif hasattr(t, "__getitem__") and is_host_object(obj):  # its own __getitem__, as Jinja2
         return obj[key]
     raise TypeError(f"{t.__name__} is not subscriptable")
