@@ -70,7 +70,8 @@ def _read(*parts: str) -> str:
         with open(os.path.join(os.path.dirname(__file__), *parts), encoding="utf-8") as f:
             return f.read()
     except OSError:
-                return resources.files(__package__).joinpath(*parts).read_text(encoding="utf-8")
+        from importlib import resources
+        return resources.files(__package__).joinpath(*parts).read_text(encoding="utf-8")
 
 
 def cache_folder() -> Optional[str]:

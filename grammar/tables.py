@@ -21,7 +21,10 @@ only by that same regular expression engine.
 
 Regenerate after changing the grammar (tests/test_startup.py fails until then):
 
-    python -m jinjamark.grammar.tables
+    python tools/build_tables.py
+
+(the builder lives in tools/: it asks the engine which grammars an embedder gets, and grammar/
+never imports the interpreter)
 """
 from __future__ import annotations
 
@@ -138,23 +141,3 @@ def save_plain(tables: dict, grammar: str, options: dict, folder: str = FOLDER) 
     with open(path, "wb") as f:
         f.write(marshal.dumps(saved))
     return path
-
-
-def main() -> None:
-    """Build and write the tables of the default grammars, removing the folder's old ones.
-    A development tool: it asks the engine which grammars an embedder gets by default."""
-    os.environ["JINJAMARK_CACHE_DIR"] = ""  # built here, not loaded from a user cache
-    os.environ["JINJAMARK_NO_SHIPPED_TABLES"] = "1"
-    import jinjamark
-    os.makedirs(FOLDER, exist_ok=True)
-    for name in os.listdir(FOLDER):
-        if name.endswith((SUFFIX, PLAIN_SUFFIX, ".plain.z")):  # .plain.z: the older, compressed
-            os.remove(os.path.join(FOLDER, name))
-    for env in (jinjamark.Environment(), jinjamark.chat_environment()):
-        parser = env._parser
-        print(save(parser.lark, parser.grammar, parser.lark_options))
-        print(save_plain(parser.tables, parser.grammar, parser.lark_options))
-
-
-if __name__ == "__main__":
-    main()

@@ -18,7 +18,7 @@ from .values.undefined import (ChainableUndefined, DebugUndefined, StrictUndefin
                                make_logging_undefined)
 from .values.access import mark_input
 
-from .version import __version__  # the one version source; pyproject.toml reads it too
+from .version import __version__  # noqa: F401 - the one version source; pyproject.toml reads it too
 
 
 def __getattr__(name: str):

@@ -16,10 +16,12 @@ from .grammar.sharedspans import share as share_spans
 from .grammar.whitespace import Options
 from .errors import TemplateError, TemplateRuntimeError, TemplateTooLarge
 from .evaluation.autoescape import initial as initial_autoescape, set_autoescape
-from .evaluation.composition import GUARDED, TOPLEVEL_BLOCKS, analyse, composes, run_template
+from .evaluation.composition import TOPLEVEL_BLOCKS, analyse, composes, run_template
+from .evaluation.printer import GUARDED
 from .evaluation.evaluator import CORE_HANDLERS, DECLARED, Evaluator
 from .evaluation.loops import LoopSignal
 from .evaluation.expressions import BINARY
+from .evaluation.compiling.core import SCOPE_NEUTRAL
 from .ext.api import Extension, install, parser_for
 from .ext.names import resolve
 from . import compile_checks, limits, metering, template_api
@@ -114,8 +116,11 @@ class Environment(SandboxHooks, TemplateLoading):
         extension set), and the caches and lock: made here and again on unpickling, never
         pickled (pickling.py lists these attributes)."""
         # nodes whose handlers may look variables up by name: they hide what a template reads
-        self.opaque_nodes = frozenset(kind for ext in self.extensions
-                                      if not ext.names_from_expressions for kind in ext.handlers)
+        self.opaque_nodes = frozenset(kind for ext in self.extensions if not (
+            ext.names_from_expressions or ext.scope_neutral) for kind in ext.handlers)
+        # nodes that touch no frame by themselves: loops holding them keep their fast paths
+        SCOPE_NEUTRAL.update(kind for ext in self.extensions if ext.scope_neutral
+                             for kind in ext.handlers)
         self._parser = parser_for(self.extensions, strict=self.strict_extensions,
                                   delimiters=self.delimiters)
         self._cache: OrderedDict = OrderedDict()
@@ -138,11 +143,7 @@ class Environment(SandboxHooks, TemplateLoading):
 
     @finalize.setter
     def finalize(self, fn: Optional[Callable]) -> None:
-        self._finalize = fn
-        if fn is not None:
-            self.handlers[ast.Output] = template_api.exec_output_finalized
-        elif self.handlers.get(ast.Output) is template_api.exec_output_finalized:
-            self.handlers[ast.Output] = CORE_HANDLERS[ast.Output]
+        self._finalize = fn  # renders read it when they start (evaluation/printer.py)
 
     # Jinja2 lets these be set after the environment is made: templates compiled later use them
     newline_sequence = _option("newline_sequence")

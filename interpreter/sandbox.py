@@ -9,7 +9,13 @@ from .values.sandbox import (MAX_RANGE, UNSAFE_ASYNC_GENERATOR_ATTRIBUTES,
                              UNSAFE_GENERATOR_ATTRIBUTES, UNSAFE_METHOD_ATTRIBUTES,
                              default_is_safe_attribute, default_is_safe_callable,
                              is_internal_attribute, modifies_known_mutable, unsafe)
-from .sandbox_hooks import SandboxHooks  # noqa: F401
+from .sandbox_hooks import SandboxHooks
+
+__all__ = ["MAX_RANGE", "UNSAFE_ASYNC_GENERATOR_ATTRIBUTES", "UNSAFE_COROUTINE_ATTRIBUTES",
+           "UNSAFE_FUNCTION_ATTRIBUTES", "UNSAFE_GENERATOR_ATTRIBUTES", "UNSAFE_METHOD_ATTRIBUTES",
+           "SandboxHooks",
+           "default_is_safe_attribute", "default_is_safe_callable", "is_internal_attribute",
+           "modifies_known_mutable", "unsafe"]
 
 
 _CLASSES: dict[str, type] = {}

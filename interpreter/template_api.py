@@ -9,18 +9,14 @@ from __future__ import annotations
 from typing import IO, Any, Callable, Iterator, Optional, Union
 
 from . import limits
-from .evaluation.contexts import ASSIGNED, Context, assigned_names
-from .environment_tools import RenderContext, pass_arg_of
+from .evaluation.contexts import ASSIGNED, assigned_names
 from .evaluation.evaluator import Evaluator
 from .grammar import ast
-from .values.hostcalls import host_result
-from .values.markup import escape
 from .values.marks import concat
 from .values.runtime import TemplateModule
 from .evaluation.scope import Scope
 from .errors import TemplateSyntaxError
 from .values.undefined import MISSING, Undefined
-from .values.printing import to_string
 
 
 class TemplateStream:
@@ -85,44 +81,6 @@ def module_of(template: Any, variables: dict) -> TemplateModule:
     exports = {name: value for name, value in top.items()
                if name[:1] != "_" and value is not MISSING and name not in imported}
     return TemplateModule(template.name, exports, concat(out))
-
-
-# ---------------------------------------------------------------------------- finalize
-
-def finalized(ev: Any, value: Any, scope: Scope) -> Any:
-    """`value` through the environment's `finalize`, called as Jinja2 calls it (with the
-    environment or the render context first when it asks for them); its result is taken as
-    a host function's (input when the value was)."""
-    fn = ev.env.finalize
-    passed = pass_arg_of(fn)
-    passed = getattr(passed, "name", passed)
-    if passed == "environment":
-        result = fn(ev.env, value)
-    elif passed == "context":
-        result = fn(Context(ev, scope), value)
-    elif passed == "eval_context":
-        result = fn(ev.eval_ctx or RenderContext(ev.env, ev.autoescape), value)
-    else:
-        result = fn(value)
-    return host_result(fn, result, (value,), None)
-
-
-def exec_output_finalized(ev: Any, node: ast.Output, scope: Scope) -> None:
-    """`{{ expr }}` when the environment has a `finalize`: the whole value finalized once,
-    then printed (escaped while autoescaping), as Jinja2 does."""
-    value = ev.eval(node.expr, scope)
-    try:
-        if ev.autoescape and type(node.expr) is ast.Const:
-            # Jinja2 escapes a constant when compiling, finalizes it and prints the result as is
-            ev.write(finalized(ev, escape(value), scope))
-            return
-        value = finalized(ev, value, scope)
-        if ev.autoescape:
-            value = escape(value if hasattr(value, "__html__") else to_string(value))
-        ev.write(value)
-    except Exception as e:
-        ev.fail(e, node.expr)
-
 
 
 # ---------------------------------------------------------------------------- expressions

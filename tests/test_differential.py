@@ -481,7 +481,7 @@ class TemplateBuilder:
         head = f"for {target} in {iterable}"
         if self.chance(20):
             var = next(iter(bindings))
-            head += self.pick([f" if {var}", f" if loop is undefined", f" if {var} != 1"])
+            head += self.pick([f" if {var}", " if loop is undefined", f" if {var} != 1"])
         self.loop_depth += 1
         try:
             out = self.tag(head) + self.scoped(lambda: self.loop_body(depth - 1, bindings), bindings)

@@ -579,7 +579,7 @@ def test_join_marks_exactly_the_marked_items(items, sep):
     marked = [mark(x) if i % 2 else x for i, x in enumerate(items)]
     result = call("join", marked, sep)
     assert result == sep.join(items)
-    expected, pos = [], 0
+    expected = []
     for i, item in enumerate(items):
         if i:
             expected += [False] * len(sep)

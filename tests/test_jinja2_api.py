@@ -3,7 +3,6 @@ SandboxedEnvironment and compares what it sees."""
 from __future__ import annotations
 
 import io
-import os
 from types import SimpleNamespace
 from typing import Any, Callable
 

@@ -244,9 +244,9 @@ def test_the_shipped_tables_are_those_of_the_current_default_grammars():
         parser = env._parser
         path = tables.path_for(parser.grammar, parser.lark_options)
         assert os.path.exists(path), ("the grammar changed: regenerate the shipped parser tables "
-                                      "with `python -m jinjamark.grammar.tables`")
+                                      "with `python tools/build_tables.py`")
         shipped = tables.load_plain(parser.grammar, parser.lark_options)
-        assert shipped is not None, "regenerate the shipped tables: `python -m jinjamark.grammar.tables`"
+        assert shipped is not None, "regenerate the shipped tables: `python tools/build_tables.py`"
         # the plain tables as read from the Lark parser of the grammar now: the same
         assert shipped == plain_tables(parser.lark, frozenset(parser.lark_options["lexer_callbacks"]))
 

@@ -29,8 +29,8 @@ import sys
 from typing import Optional, Sequence
 
 from .inputs import DEMO_CONVERSATION, DEMO_TEMPLATE, UsageError  # noqa: F401  (re-exported)
-from .show import (CLOSE, INPUT_STYLE, LEGEND, OPEN, describe_error, on_terminal, show_parts,
-                   wants_color)
+from .show import (CLOSE, INPUT_STYLE, LEGEND, OPEN, describe_error, on_terminal,  # noqa: F401
+                   show_parts, wants_color)  # (re-exported: the marks' legend and writer)
 from ..errors import TemplateError
 from ..version import __version__
 

@@ -4,8 +4,8 @@ While autoescaping is on, what `{{ }}` prints is HTML-escaped unless it is safe 
 marked text flagged safe), and what templates render into values (macros, `caller()`, block
 `set`s, filter blocks, recursive loops, blocks called as `self.x()` or `super()`) comes out safe,
 so that printing it escapes nothing twice. Template text is never escaped. Each evaluator knows
-whether it is on (`ev.autoescape`); switching swaps its `{{ }}` handler, so that rendering with
-autoescaping off (the chat profile, Jinja2's default) pays nothing for it.
+whether it is on (`ev.autoescape`); switching decides its printing again (printer.py), so that
+rendering with autoescaping off (the chat profile, Jinja2's default) pays nothing for it.
 """
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import Any, Callable, Iterable, Optional
 
 from ..environment_tools import RenderContext
 from ..grammar import ast
-from ..values.markup import _wrap, escape
+from ..values.markup import _wrap
+from .printer import reprint
 from .scope import Scope
-from ..values.printing import to_string
 
 
 def select_autoescape(enabled_extensions: Iterable[str] = ("html", "htm", "xml"),
@@ -49,13 +49,7 @@ def set_autoescape(ev: Any, on: bool) -> None:
         return
     ev.autoescape = bool(on)
     ev.eval_ctx = RenderContext(ev.env, True) if on else None
-    output = exec_output_escaped if on and ev.env.finalize is None else ev.env.handlers[ast.Output]
-    handlers = dict(ev.handlers)  # assigned whole: the evaluator reads its fast flag from it
-    # A child template that has extended runs its outputs behind composition's guard (it no
-    # longer prints them): the guard the current handler wears goes onto the new one.
-    guard = getattr(handlers[ast.Output], "guard", None)
-    handlers[ast.Output] = guard(output) if guard is not None else output
-    ev.handlers = handlers
+    reprint(ev)
 
 
 def autoescaping(ev: Any, on: bool) -> "_Switch":
@@ -79,18 +73,6 @@ class _Switch:
 def rendered(ev: Any, text: str) -> str:
     """What a template renders into a value: safe while autoescaping is on."""
     return _wrap(text) if ev.autoescape else text
-
-
-def exec_output_escaped(ev: Any, node: ast.Output, scope: Scope) -> None:
-    """`{{ expr }}` while autoescaping; `{{ a ~ b }}` escapes each piece, as Jinja2's join."""
-    expr = node.expr
-    items = expr.items if type(expr) is ast.Concat else (expr,)
-    for item in items:
-        value = ev.eval(item, scope)
-        try:  # printed as `{{ }}` prints it (host objects by kind, limits), then escaped
-            ev.write(escape(value if hasattr(value, "__html__") else to_string(value)))
-        except Exception as e:
-            ev.fail(e, expr)
 
 
 def exec_autoescape(ev: Any, node: "ast.AutoEscape", scope: Scope) -> None:

@@ -21,9 +21,9 @@ from ..values.runtime import BlockReference, TemplateModule, TemplateReference
 from .scope import Scope
 from ..values.undefined import MISSING
 from .loops import LoopSignal
+from .printer import reprint
 
 TOPLEVEL_BLOCKS = "toplevel blocks"  # the memo's key: ids of the blocks outside loops and macros
-GUARDED = "guarded output"  # the memo's key: ids of what a child template does not print
 MAX_CHAIN = 100  # parents in one inheritance chain (a template that extends itself never ends)
 
 
@@ -203,21 +203,8 @@ def exec_extends(ev: Any, node: ast.Extends, scope: Scope) -> None:
     ev.parent = parent
     # From here on the parent writes the page: this template's text and outputs are no longer
     # even evaluated (Jinja2 guards them), except in bodies that run as functions (macros).
-    handlers = dict(ev.handlers)  # assigned whole: the evaluator reads its fast flag from it
-    handlers[ast.Text] = guarded(handlers[ast.Text])
-    handlers[ast.Output] = guarded(handlers[ast.Output])
-    ev.handlers = handlers
-
-
-def guarded(handler: Any) -> Any:
-    """`handler`, skipping the text and outputs a child does not print once it has extended.
-    The wrapper carries `guard` (this function), so that whoever replaces the handler later
-    (`autoescape.set_autoescape`) puts the same guard on its replacement."""
-    def run_unless_guarded(ev: Any, node: Any, scope: Scope) -> None:
-        if id(node) not in ev.memo[GUARDED]:
-            handler(ev, node, scope)
-    run_unless_guarded.guard = guarded  # type: ignore[attr-defined]
-    return run_unless_guarded
+    ev.guarding = True
+    reprint(ev)
 
 
 def exec_block(ev: Any, node: ast.Block, scope: Scope) -> None:

@@ -27,6 +27,7 @@ from ..values.undefined import MISSING
 from ..values.printing import to_string
 from .contexts import context_if_wanted
 from .loops import LoopSignal, assign, exec_for
+from .printer import reprint
 
 Handler = Callable[["Evaluator", Any, Scope], Any]
 DECLARED = "declared"  # the memo's key for the template's scope.declarations
@@ -63,17 +64,12 @@ class Evaluator:
         self.autoescape = False
         self.default_autoescape = False
         self.eval_ctx: Any = None
+        # printing (printer.py): whether this template has extended (its text is not printed);
+        # `fast`: printing is plain, and compiled code writes text and values itself
+        self.guarding = False
+        reprint(self)
 
-    @property
-    def handlers(self) -> dict[type, Handler]:
-        return self._handlers
-
-    @handlers.setter
-    def handlers(self, table: dict[type, Handler]) -> None:
-        """Set the table; `fast` says whether compiled text and output may write directly."""
-        self._handlers = table
-        self.fast = (type(self) is Evaluator and table.get(ast.Text) is exec_text
-                     and table.get(ast.Output) is exec_output)
+    tracks = False  # whether it carries generation spans (tracking.py's subclass does)
 
     # ------------------------------------------------------------------ dispatch
     def eval(self, node: Any, scope: Scope) -> Any:
@@ -142,25 +138,6 @@ class Evaluator:
 
 # ---------------------------------------------------------------------------- statements
 
-def exec_text(ev: Evaluator, node: ast.Text, scope: Scope) -> None:
-    ev.budget.wrote(len(node.text))
-    ev.out.append(node.text)
-
-
-def exec_output(ev: Evaluator, node: ast.Output, scope: Scope) -> None:
-    """`{{ expr }}` printed through `Evaluator.write` (the compiled output's general form)."""
-    expr = node.expr
-    if type(expr) is ast.Concat:  # `{{ a ~ b }}` prints as `{{ a }}{{ b }}`
-        for item in expr.items:
-            value = ev.eval(item, scope)
-            try:
-                ev.write(value)
-            except Exception as e:
-                ev.fail(e, expr)
-    else:
-        ev.write(ev.eval(expr, scope))
-
-
 def exec_assign_block(ev: Evaluator, node: ast.AssignBlock, scope: Scope) -> None:
     value = filtered_body(ev, node, scope)
     if ev.autoescape:  # Jinja2 makes the filtered value safe text too: `| length` gives Markup('3')
@@ -220,8 +197,6 @@ def exec_with(ev: Evaluator, node: ast.With, scope: Scope) -> None:
 
 
 STATEMENTS: dict[type, Handler] = {
-    ast.Text: exec_text,
-    ast.Output: exec_output,
     ast.For: exec_for,
     ast.AssignBlock: exec_assign_block,
     ast.Macro: exec_macro,

@@ -29,7 +29,7 @@ from typing import Any, Iterable, NamedTuple, Optional
 from ..grammar import ast, records
 from ..values.origins import TRACING, label
 from ..values.sources import UNKNOWN
-from .compiling.core import compiles
+from .compiling.core import SCOPE_NEUTRAL, compiles
 from .evaluator import Evaluator
 from .tracking import Marker
 
@@ -121,6 +121,10 @@ class EnterItem(ast.Stmt):
 class GenerationPrompt(ast.Stmt):
     """An `if` or `{{ }}` (the one statement of `body`) whose test reads add_generation_prompt."""
     body: tuple
+
+
+# They touch no frame: loops holding them keep the fast paths of the template's own loops.
+SCOPE_NEUTRAL.update((StatementMark, LoopTurns, EnterItem, GenerationPrompt))
 
 
 @compiles(StatementMark)

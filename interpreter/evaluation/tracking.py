@@ -61,6 +61,8 @@ _TRACKER: ContextVar[Optional[Tracker]] = ContextVar("jinjamark_span_tracker", d
 class TrackingEvaluator(Evaluator):
     """An evaluator that carries generation spans through captures to where text lands."""
 
+    tracks = True  # its printing is never plain: a printed capture writes its spans first
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         tracker = _TRACKER.get()

@@ -3,7 +3,7 @@
 An `Extension` bundles the grammar side (a Lark fragment composed into the core with `%extend`,
 and a builder per rule that returns AST nodes) with the evaluator side (a handler per node class,
 functions for binary operators) and optional filters, tests and globals. The optional tags that
-jinjamark ships (loopcontrols, do, generation: `builtin_extensions.py`) use this same public
+jinjamark ships (loopcontrols, do, generation: `ext/shipped.py`) use this same public
 path; the evaluator knows none of them. docs/extensions.md is the tutorial.
 
 An `Environment` composes its extensions here: `resolve` orders them deterministically,
@@ -51,6 +51,12 @@ class Extension(records.Record):
                `ChatTemplate.render_parts` need not copy, to mark it, data the template never
                reads. False (the safe default) makes that unknown for templates using the
                extension's nodes.
+    scope_neutral: True when, besides, the handlers bind no names in the scope they are given
+               and keep no reference to it once they return (bodies they run with
+               `evaluator.run` are template statements, seen as such). Then a loop whose body
+               holds the extension's nodes keeps every fast path of a loop of core statements
+               (one frame for all iterations, no `loop` object unless a name reads it); the
+               shipped tags use this flag. Implies `names_from_expressions`.
     """
     name: str
     grammar: str = ""
@@ -63,6 +69,7 @@ class Extension(records.Record):
     aliases: tuple[str, ...] = ()
     validate: Optional[Callable[[ast.Template], None]] = None
     names_from_expressions: bool = False
+    scope_neutral: bool = False
 
     @functools.cached_property
     def syntax(self) -> Optional[Syntax]:

@@ -82,6 +82,7 @@ LOOPCONTROLS = Extension(
     aliases=("jinja2.ext.loopcontrols",),
     validate=_check_loop_controls,
     names_from_expressions=True,
+    scope_neutral=True,
 )
 
 
@@ -99,6 +100,7 @@ DO = Extension(
     handlers={Do: lambda ev, node, scope: ev.eval(node.expr, scope) and None},
     aliases=("jinja2.ext.do",),
     names_from_expressions=True,
+    scope_neutral=True,
 )
 
 
@@ -134,6 +136,7 @@ GENERATION = Extension(
     rules={"generation_stmt": lambda meta, children: Generation(span(meta), children[0])},
     handlers={Generation: _generation},
     names_from_expressions=True,
+    scope_neutral=True,
 )
 
 SHIPPED: dict[str, Extension] = {ext.name: ext for ext in (LOOPCONTROLS, DO, GENERATION)}

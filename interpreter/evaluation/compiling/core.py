@@ -25,6 +25,18 @@ Compiler = Callable[[Any], Code]
 
 COMPILERS: dict[type, Compiler] = {}  # node class -> its compiler (access, calls, operators, statements)
 
+# Node classes from outside the core whose running touches the scope only through their
+# expressions and nested bodies: they read no name by themselves (not `loop`), bind none and
+# keep no reference to a frame once they return (`Extension.scope_neutral`, and the origin
+# markers). A loop whose body holds them keeps the fast paths of a core-only body.
+SCOPE_NEUTRAL: set[type] = set()
+
+
+def scope_neutral(kind: type) -> bool:
+    """Whether nodes of this class are the core's own or declared scope-neutral; any other
+    node class (an extension's handler) may read, bind or keep the frame it runs in."""
+    return kind.__module__ == ast.__name__ or kind in SCOPE_NEUTRAL
+
 
 def compiles(*kinds: type) -> Callable[[Compiler], Compiler]:
     """Register a compiler for these node classes."""

@@ -16,10 +16,10 @@ from ...values.marks import Input, Mixed, concat
 from ...metering import charge_compare
 from ...values.numbers import InputFloat, InputInt
 from ...values.undefined import Undefined
-from ...values.printing import to_string
 from .access import ABSENT, constant, located, plain_read
 from .calls import compile_test
 from .core import Code, compile_node, compiles
+from ..printer import print_output, write
 
 
 @compiles(ast.Binary)
@@ -122,7 +122,7 @@ def compile_sum(node: ast.Binary, output: Any = None) -> Code:
 
     def add(ev: Any, scope: Any) -> Any:
         if output is not None and not ev.fast:
-            return ev.handlers[ast.Output](ev, output, scope)
+            return print_output(ev, output, scope)
         if ev.binops and "+" in ev.binops:
             return _finish(ev, output, _intercepted_sum(ev, sum_, scope))
         texts = texts_of[:]
@@ -169,18 +169,6 @@ def _finish(ev: Any, output: Any, value: Any) -> Any:
         write(ev, value)
     except Exception as e:
         ev.fail(e, output)
-
-
-def write(ev: Any, value: Any) -> None:
-    """Print one value (the fast path of Evaluator.write)."""
-    kind = type(value)
-    text = value if kind is str or kind is Input or kind is Mixed else to_string(value)
-    if text:
-        budget = ev.budget
-        budget.output -= len(text)
-        if budget.output < 0:
-            budget.wrote(0)
-        ev.out.append(text)
 
 
 def _add_rest(ev: Any, sum_: Addends, scope: Any, texts: list, value: Any) -> Any:

@@ -3,21 +3,21 @@
 autoescape, composition) run through their handlers (evaluation/evaluator.py, evaluation/composition.py), whose bodies
 are compiled closures too.
 
-Output is written directly only on an evaluator whose `fast` flag is set: a plain render with
-the core's text and output handlers. Autoescaping, `finalize`, a child template after
-`extends` and span tracking swap those handlers, and the closures then call them instead.
+Output is written directly only on an evaluator whose `fast` flag is set: a plain render.
+Autoescaping, `finalize`, a child template after `extends` and span tracking change printing,
+and the closures then call printer.py's `print_text` and `print_output` instead.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from ...grammar import ast
-from ...values.marks import Input, Mixed
+from ...values.marks import Input
 from ...values.runtime import LoopContext
 from ..scope import Scope
-from ...values.printing import to_string
+from ..printer import print_output, print_text, write
 from .access import ABSENT, path_code, plain_read, read_path
-from .core import Code, compile_body, compile_node, compile_statements, compiles
+from .core import Code, compile_body, compile_node, compile_statements, compiles, scope_neutral
 from .operators import compile_sum
 from ..loops import LoopSignal, assign, exec_for, filtered, loop_iterator
 
@@ -34,7 +34,7 @@ def compile_text(node: ast.Text) -> Code:
                 budget.wrote(0)  # raises LimitExceeded
             ev.out.append(text)
         else:
-            ev.handlers[ast.Text](ev, node, scope)
+            print_text(ev, node, scope)
     return write_text
 
 
@@ -49,7 +49,7 @@ def compile_output(node: ast.Output) -> Code:
 
     def output(ev: Any, scope: Any) -> None:
         if not ev.fast:
-            return ev.handlers[ast.Output](ev, node, scope)
+            return print_output(ev, node, scope)
         value = ABSENT
         if variable is not None:  # `{{ m['content'] }}`: compile_getitem's read, inline
             frame = scope
@@ -63,15 +63,7 @@ def compile_output(node: ast.Output) -> Code:
         if value is ABSENT:
             value = code(ev, scope)
         try:
-            kind = type(value)  # write(ev, value), inline: the commonest statement
-            text = value if kind is str or kind is Input or kind is Mixed else \
-                str(value) if kind is int or kind is bool else to_string(value)
-            if text:
-                budget = ev.budget
-                budget.output -= len(text)
-                if budget.output < 0:
-                    budget.wrote(0)
-                ev.out.append(text)
+            write(ev, value)
         except Exception as e:
             ev.fail(e, node)
     return output
@@ -262,11 +254,6 @@ def _by_loop_handler(node: ast.For) -> Code:
     return run
 
 
-# Node classes whose handlers read variables only through their expressions, never `loop` by
-# name: a loop whose body holds only these (and no `loop` name) needs no LoopContext.
-_CORE_MODULES = frozenset({ast.__name__, "jinjamark.ext.shipped", "jinjamark.evaluation.origins"})
-
-
 # Statements after which nothing can hold on to the frame they ran in: everything but what makes
 # a function of the frame (macros, call blocks, imported modules, blocks) and extensions' nodes.
 _KEEPS_FRAME = frozenset({ast.Macro, ast.CallBlock, ast.Import, ast.FromImport, ast.Include,
@@ -285,7 +272,7 @@ def _loop_facts(node: ast.For) -> tuple[bool, bool, bool]:
     reads_loop, stays_inside, writes = False, True, False
     for inner in ast.walk(node.body):
         kind = type(inner)
-        if kind.__module__ not in _CORE_MODULES:
+        if not scope_neutral(kind):  # an extension's node may read `loop`, or keep its frame
             reads_loop, stays_inside = True, False
         elif kind is ast.Name:
             reads_loop = reads_loop or inner.name == "loop"
@@ -296,7 +283,7 @@ def _loop_facts(node: ast.For) -> tuple[bool, bool, bool]:
             writes = True
     if not reads_loop and node.otherwise:
         reads_loop = any(type(inner) is ast.Name and inner.name == "loop"
-                         or type(inner).__module__ not in _CORE_MODULES
+                         or not scope_neutral(type(inner))
                          for inner in ast.walk(node.otherwise))
     return reads_loop, stays_inside, writes
 

@@ -13,11 +13,13 @@ HOT = 2  # the run of a body from which it is generated (tests set 1: every body
 def tiered(table: dict, body: tuple) -> Code:
     """The closure of `body` that, on its `HOT`-th run, replaces itself in `table` (the
     template's code table) by the generated function."""
-    state = [compile_body(body), 0]  # the code that runs the body, and its runs so far
+    state = [compile_body(body), 0]  # the code that runs the body, and its runs so far (-1: done)
 
     def run(ev: Any, scope: Any) -> Any:
-        state[1] += 1
-        if state[1] == HOT:
+        if state[1] >= 0:
+            state[1] += 1
+        if state[1] >= HOT:  # not `==`: HOT may be lowered after the body first ran (tests)
+            state[1] = -1  # generated once, or kept as closures when Python cannot compile it
             from .codegen import generate  # here, not at import: a few ms a first call need not pay
             generated = generate(body)
             if generated is not None:

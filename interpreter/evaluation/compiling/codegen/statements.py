@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ....grammar import ast
-from ..core import size
+from ..core import scope_neutral, size
 from ..operators import Addends, addends
 from ..statements import _loop_facts, _switch
 from ..access import read_path
@@ -66,10 +66,10 @@ class StatementWriter(ExpressionWriter):
         self.write_text(node.text, node, scope, "Text")
 
     def write_text(self, text: str, node: Any, scope: str, kind: str) -> None:
-        """Text written directly, or by the handler of the node's `kind` where printing is
-        changed (autoescaping, finalize: they may print even an empty string otherwise)."""
+        """Text written directly, or by printer.py's general path where printing is not plain
+        (autoescaping, finalize: they may print even an empty string otherwise)."""
         self.line("if not fast:")
-        self.line(f"    ev.handlers[{kind}](ev, {self.constant(node)}, {scope})")
+        self.line(f"    print_{kind.lower()}(ev, {self.constant(node)}, {scope})")
         if text:
             self.line("else:")
             self.line(f"    budget.output -= {len(text)}")
@@ -83,14 +83,12 @@ class StatementWriter(ExpressionWriter):
             self.write_text(node.expr.value, node, scope, "Output")
             return
         self.line("if not fast:")
-        self.line(f"    ev.handlers[Output](ev, {self.constant(node)}, {scope})")
+        self.line(f"    print_output(ev, {self.constant(node)}, {scope})")
         self.line("else:")
         self.depth += 1
         value = self.expr(node.expr, scope, local)
-        kind, text = self.temp(), self.temp()
-        self.guarded([f"{kind} = type({value})",
-                      f"{text} = {value} if {kind} is str or {kind} is Input or {kind} is Mixed else "
-                      f"str({value}) if {kind} is int or {kind} is bool else to_string({value})",
+        text = self.temp()
+        self.guarded([f"{text} = printed({value})",  # printer.text: what `{{ }}` prints
                       f"if {text}:",
                       f"    budget.output -= len({text})",
                       "    if budget.output < 0: budget.wrote(0)",
@@ -141,14 +139,14 @@ class StatementWriter(ExpressionWriter):
         written one after the other rather than joined first (marks then need no joining)."""
         concat = node.expr
         self.line("if not fast:")
-        self.line(f"    ev.handlers[Output](ev, {self.constant(node)}, {scope})")
+        self.line(f"    print_output(ev, {self.constant(node)}, {scope})")
         self.line("else:")
         self.depth += 1
         values = [self.expr(item, scope, local) for item in concat.items]
         texts = [self.temp() for _ in values]
         self.line("try:")
         for value, text in zip(values, texts):
-            self.line(f"    {text} = {value} if type({value}) is str else to_string({value})")
+            self.line(f"    {text} = printed({value})")
         self.line("except Exception as e:")
         self.line(f"    ev.fail(e, {self.constant(concat)})")
         self.guarded([f"budget.output -= {' + '.join(f'len({t})' for t in texts)}",
@@ -299,9 +297,6 @@ class StatementWriter(ExpressionWriter):
         return True
 
 
-_CORE_MODULES = frozenset({ast.__name__, "jinjamark.ext.shipped", "jinjamark.evaluation.origins"})
-
-
 def _bound_names(body: tuple) -> Any:
     """Every name some statement in `body` (nested ones too) may bind: assignment and loop
     targets, macros and their parameters, imports; None when an extension's node is there
@@ -315,6 +310,6 @@ def _bound_names(body: tuple) -> Any:
             names.add(node.target)
         elif kind is ast.FromImport:
             names.update(local for _, local in node.names)
-        elif kind.__module__ not in _CORE_MODULES:
+        elif not scope_neutral(kind):
             return None
     return names
