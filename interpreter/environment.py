@@ -18,7 +18,7 @@ from .errors import TemplateError, TemplateRuntimeError, TemplateTooLarge
 from .evaluation.autoescape import initial as initial_autoescape, set_autoescape
 from .evaluation.composition import TOPLEVEL_BLOCKS, analyse, composes, run_template
 from .evaluation.printer import GUARDED
-from .evaluation.evaluator import CORE_HANDLERS, DECLARED, Evaluator
+from .evaluation.evaluator import DECLARED, Evaluator
 from .evaluation.loops import LoopSignal
 from .evaluation.expressions import BINARY
 from .evaluation.compiling.core import SCOPE_NEUTRAL
@@ -101,7 +101,7 @@ class Environment(SandboxHooks, TemplateLoading):
                                          "json.dumps_kwargs": {"sort_keys": True},
                                          "truncate.leeway": 5, "urlize.rel": "noopener",
                                          "urlize.target": None, "urlize.extra_schemes": None}
-        self.handlers = dict(CORE_HANDLERS)
+        self.handlers: dict[type, Callable] = {}  # extensions' node classes -> their handlers
         self.operators: dict[str, Callable] = dict(BINARY)
         self.binop_table, self.unop_table = dict(self.default_binop_table), dict(self.default_unop_table)
         install(self, self.extensions)  # conflicts between extensions are ExtensionErrors

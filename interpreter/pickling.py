@@ -102,12 +102,11 @@ _trees_lock = threading.Lock()
 def _tables(extensions: tuple) -> SimpleNamespace:
     """The tables a new environment with these extensions starts with."""
     from .builtins.tests import TESTS
-    from .evaluation.evaluator import CORE_HANDLERS
     from .evaluation.expressions import BINARY
     from .builtins.filters import FILTERS
     from .builtins.globals import GLOBALS
     tables = SimpleNamespace(filters=dict(FILTERS), tests=dict(TESTS), globals=dict(GLOBALS),
-                             handlers=dict(CORE_HANDLERS), operators=dict(BINARY))
+                             handlers={}, operators=dict(BINARY))
     install(tables, extensions)
     return tables
 

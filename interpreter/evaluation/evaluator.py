@@ -1,12 +1,11 @@
 """The evaluator: one render of one template, running the template's compiled closures.
 
 Each node is compiled once per template into a closure (compiling/): the core's statements and
-expressions by their compilers, every other node class to a call of its handler from the
-evaluator's table, `handler(evaluator, node, scope)`. Statement handlers write to
-`Evaluator.out`; expression handlers return values. Extensions add handlers for their own node
-classes; a node without a handler fails loudly. The handlers here are the statements that run by
-handler (block `set`, macros, call and filter blocks, `with`; for loops are loops.py's) and the text and
-output handlers used when autoescaping, `finalize`, `extends` or span tracking change printing.
+expressions by their compilers, an extension's node to a call of its handler from the
+evaluator's table, `handler(evaluator, node, scope)` (a node without one fails loudly).
+Statements write to `Evaluator.out`; expressions return values. The functions here are the
+core's rarer statements (block `set`, macros, call and filter blocks, `with`), compiled to direct
+calls of them (`compiles_statement`); printing's general path is printer.py's.
 """
 from __future__ import annotations
 
@@ -18,6 +17,7 @@ from ..limits import Budget
 from .autoescape import exec_autoescape, rendered
 from .composition import COMPOSITION, template_reference
 from .compiling import code_of, code_table
+from .compiling.core import compiles_statement
 from .expressions import call_value, evaluate_arguments
 from ..values.markup import Markup
 from ..values.marks import concat
@@ -26,7 +26,7 @@ from .scope import Scope
 from ..values.undefined import MISSING
 from ..values.printing import to_string
 from .contexts import context_if_wanted
-from .loops import LoopSignal, assign, exec_for
+from .loops import LoopSignal, assign
 from .printer import reprint
 
 Handler = Callable[["Evaluator", Any, Scope], Any]
@@ -197,7 +197,6 @@ def exec_with(ev: Evaluator, node: ast.With, scope: Scope) -> None:
 
 
 STATEMENTS: dict[type, Handler] = {
-    ast.For: exec_for,
     ast.AssignBlock: exec_assign_block,
     ast.Macro: exec_macro,
     ast.CallBlock: exec_call_block,
@@ -205,6 +204,6 @@ STATEMENTS: dict[type, Handler] = {
     ast.With: exec_with,
 }
 
-# The handlers of the statements that run by handler (and of text, output and for loops, whose
-# compiled closures fall back to them); the core's expressions and `if`/`set` are compiled only.
-CORE_HANDLERS: dict[type, Handler] = {**STATEMENTS, ast.AutoEscape: exec_autoescape, **COMPOSITION}
+# The core's rarer statements, each a function of its node, compiled to a direct call of it.
+for _kind, _statement in {**STATEMENTS, ast.AutoEscape: exec_autoescape, **COMPOSITION}.items():
+    compiles_statement(_kind, _statement)

@@ -1,6 +1,6 @@
-"""For loops and assignment targets: what both the statement handlers and the compiled
-closures run (a compiled loop falls back to `exec_for` for `recursive`), and `LoopSignal`,
-the protocol by which loop-control extensions end an iteration or a loop."""
+"""For loops and assignment targets: what both tiers' loops call (the iterator and its length,
+`for ... if`, a recursive loop's `loop(items)`, unpacking), and `LoopSignal`, the protocol by
+which loop-control extensions end an iteration or a loop."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -9,7 +9,7 @@ from ..grammar import ast
 from ..errors import TemplateRuntimeError
 from .autoescape import rendered
 from ..values.marks import concat
-from ..values.runtime import LoopContext, Namespace
+from ..values.runtime import Namespace
 from .scope import Scope
 
 
@@ -24,44 +24,15 @@ class LoopSignal(Exception):
         self.stop = stop
 
 
-def exec_for(ev: Any, node: ast.For, scope: Scope) -> None:
-    if ev.declared:  # most templates have none
-        ev.declare(node, scope)
-    run_loop(ev, node, scope, ev.eval(node.iter, scope), 0)
-
-
-def run_loop(ev: Any, node: ast.For, scope: Scope, iterable: Any, depth0: int) -> None:
-    iterator, length = loop_iterator(iterable)
-    if node.condition is not None:
-        iterator, length = filtered(ev, node, scope, iterator), None
-    recurse = _recursion(ev, node, scope) if node.recursive else None
-    loop = LoopContext(iterator, length, depth0, ev.undefined, recurse, iterable)
-    completed = False  # Jinja2 runs `else` unless some iteration ran its body to the end
-    for item in loop:
-        ev.budget.iterate(1)
-        ev.steps -= 1  # an iteration is a step even when its body is empty
-        if ev.steps <= 0:
-            ev.steps = ev.budget.refuel(ev.steps)
-        inner = Scope(scope)
-        assign(ev, node.target, item, inner)
-        inner.vars["loop"] = loop
-        try:
-            ev.run(node.body, inner)
-            completed = True
-        except LoopSignal as signal:
-            if signal.stop:
-                break
-    if not completed and node.otherwise:
-        ev.run(node.otherwise, Scope(scope))  # a frame of its own: what it sets stays there
-
-
-def _recursion(ev: Any, node: ast.For, scope: Scope) -> Callable[[Any, int], str]:
-    """`loop(items)` in a recursive loop: the same loop over `items`, one level deeper."""
+def recursion(ev: Any, scope: Scope, run: Callable[[Any, Scope, Any, int], None]
+              ) -> Callable[[Any, int], str]:
+    """`loop(items)` in a recursive loop: the loop's `run` over `items`, one level deeper,
+    rendered to a value (a nested render, for the limits)."""
     def recurse(inner: Any, depth: int) -> str:
         saved, ev.out = ev.out, []
         ev.budget.enter()
         try:
-            run_loop(ev, node, scope, inner, depth)
+            run(ev, scope, inner, depth)
             return rendered(ev, concat(ev.out))
         finally:
             ev.out = saved

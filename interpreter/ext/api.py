@@ -21,6 +21,7 @@ from ..grammar.compose import ExtensionError, compose
 from ..grammar.errors import TemplateError, TemplateSyntaxError
 from ..grammar.parser import Parser, Syntax, extension_grammar
 from ..grammar.positions import meta_span, token_span
+from ..evaluation.compiling.core import COMPILERS
 
 Builder = Callable[[Any, list], Any]  # (meta, children) -> AST node or plain data
 Handler = Callable[[Any, ast.Node, Any], Any]  # (evaluator, node, scope) -> value or None
@@ -135,7 +136,8 @@ def install(environment: Any, extensions: tuple[Extension, ...]) -> None:
         owners: dict[Any, str] = {}
         for ext in extensions:
             for key, value in getattr(ext, attribute).items():
-                _check_entry(kind, key, ext.name, owners, core_is_fixed and key in table)
+                in_core = key in table or attribute == "handlers" and key in COMPILERS
+                _check_entry(kind, key, ext.name, owners, core_is_fixed and in_core)
                 owners[key] = ext.name
                 table[key] = value
 

@@ -3,9 +3,10 @@
 Each node class has a compiler (a handler run once, at the first render that reaches the node)
 that returns the closure doing that node's work; a render then calls closures, which call their
 children's closures directly: no table lookup, no per-node bookkeeping. A node class without a
-compiler (an extension's, or a statement the core runs by handler, such as `include`) compiles to
-a closure that calls its handler from `Evaluator.handlers`, so extensions keep the
-`handler(evaluator, node, scope)` protocol.
+compiler (an extension's) compiles to a closure that calls its handler from
+`Evaluator.handlers`, so extensions keep the `handler(evaluator, node, scope)` protocol; the
+core's own statements are all compiled (the rarer ones to a direct call of their function,
+`compiles_statement`), and `Environment.handlers` holds only extensions' handlers.
 
 Errors keep their exact positions: each closure that can fail catches the exception where it
 stands and raises it located at its node (`Evaluator.fail`); Python's try costs nothing until
@@ -52,8 +53,22 @@ def compile_node(node: Any) -> Code:
     return compiler(node) if compiler is not None else by_handler(node)
 
 
+def compiles_statement(kind: type, statement: Callable[[Any, Any, Any], None]) -> None:
+    """Compile nodes of `kind` to a direct call of `statement(evaluator, node, scope)`: the core's
+    rarer statements (block `set`, macros, call and filter blocks, `with`, autoescape, composition),
+    written as functions of their node but compiled like the rest, without a table lookup."""
+    def compile_statement(node: Any) -> Code:
+        def run(ev: Any, scope: Any) -> Any:
+            try:
+                return statement(ev, node, scope)
+            except Exception as e:
+                ev.fail(e, node)
+        return run
+    COMPILERS[kind] = compile_statement
+
+
 def by_handler(node: Any) -> Code:
-    """A node run by its handler at render time: an extension's, or a rare core statement."""
+    """A node run by its handler at render time: an extension's."""
     kind = type(node)
 
     def run(ev: Any, scope: Any) -> Any:

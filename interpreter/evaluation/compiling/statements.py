@@ -19,7 +19,7 @@ from ..printer import print_output, print_text, write
 from .access import ABSENT, path_code, plain_read, read_path
 from .core import Code, compile_body, compile_node, compile_statements, compiles, scope_neutral
 from .operators import compile_sum
-from ..loops import LoopSignal, assign, exec_for, filtered, loop_iterator
+from ..loops import LoopSignal, assign, filtered, loop_iterator, recursion
 
 
 @compiles(ast.Text)
@@ -159,8 +159,8 @@ def _if_else(node: ast.If, test: Code, bodies: tuple, compiled: list) -> Code:
 
 @compiles(ast.For)
 def compile_for(node: ast.For) -> Code:
-    if node.recursive:  # `loop(items)` re-enters the loop: the handler's general form
-        return _by_loop_handler(node)
+    """A for loop: `for_` runs it over its iterable; a recursive loop's `loop(items)` runs the
+    same `run` over `items`, one level deeper (loops.recursion)."""
     iterable_code = compile_node(node.iter)
     otherwise: list = []  # the `else` body's closure, compiled when it first runs
     wants_loop, reuse, writes = _loop_facts(node)
@@ -171,19 +171,23 @@ def compile_for(node: ast.For) -> Code:
     def for_(ev: Any, scope: Any) -> None:
         if ev.declared:  # most templates have none
             ev.declare(node, scope)
-        iterable = iterable_code(ev, scope)
+        run(ev, scope, iterable_code(ev, scope), 0)
+
+    def run(ev: Any, scope: Any, iterable: Any, depth0: int) -> None:
         try:
             iterator, length = loop_iterator(iterable)
         except Exception as e:
             ev.fail(e, node)
         if node.condition is not None:
             iterator, length = filtered(ev, node, scope, iterator), None
-        loop = LoopContext(iterator, length, 0, ev.undefined, None, iterable) if wants_loop else None
+        recurse = recursion(ev, scope, run) if node.recursive else None
+        loop = LoopContext(iterator, length, depth0, ev.undefined, recurse, iterable) \
+            if wants_loop or recurse is not None else None
         if not statements:
             codes, cost = compile_statements(node.body)
             statements[:] = codes, cost + 1  # an iteration is a step even when its body is empty
         codes, cost = statements
-        items = loop if wants_loop else iterator
+        items = iterator if loop is None else loop
         try:
             completed = _iterate(ev, scope, items, loop, codes, cost, node.target, reuse, fixed,
                                  LoopSignal, assign)
@@ -242,16 +246,6 @@ def _iterate(ev: Any, scope: Any, items: Any, loop: Any, codes: tuple, cost: int
             if signal.stop:
                 break
     return completed
-
-
-def _by_loop_handler(node: ast.For) -> Code:
-
-    def run(ev: Any, scope: Any) -> None:
-        try:
-            exec_for(ev, node, scope)
-        except Exception as e:
-            ev.fail(e, node)
-    return run
 
 
 # Statements after which nothing can hold on to the frame they ran in: everything but what makes
