@@ -218,7 +218,7 @@ def test_an_extension_node_may_be_a_frozen_slotted_dataclass_of_its_own():
 def test_a_compiled_template_shares_what_is_equal_and_keeps_no_ids_it_cannot_use():
     """What a compiled template keeps (benchmarks/memory.py measures it): one object per distinct
     string literal, the one empty argument list for `f()`, no guarded ids where nothing extends."""
-    from jinjamark.evaluation.composition import GUARDED
+    from jinjamark.evaluation.printer import GUARDED
     env = jinjamark.chat_environment()
     template = env.from_string("{% for m in messages %}{% if m['role'] == 'user' %}{{ m['role'] }}"
                                "{{ f() }}{% endif %}{% endfor %}")

@@ -1,0 +1,143 @@
+"""The second tier in the quick profile: a slice of the differential suites with every body
+generated from its first run, so that a bug in the generated code alone fails `pytest -m "not
+slow"` (test_codegen.py runs the whole suites generated, in the slow profile).
+
+The slice: every 10th corpus template against transformers' Jinja2 on four conversations, with
+both values of add_generation_prompt, and every 5th of the peers' vectors. Each render is made in
+an environment of its own, so no body was compiled before by another test at another `HOT`.
+The last tests inject bugs into the generator (code that only the second tier runs) and check
+that this slice fails on each, and that it does not when the same bugs are in place but the
+bodies stay closures: the bugs are the second tier's alone, and the slice sees them.
+"""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+import jinjamark
+import oracle
+from conftest import chat_templates, fixture
+from jinjamark.evaluation.compiling import tiers
+from jinjamark.evaluation.compiling.codegen import expressions as generated_expressions
+from jinjamark.evaluation.compiling.codegen import statements as generated_statements
+from test_chat_corpus import as_transformers_hands_it
+from test_vectors import RUN, environment_for
+
+TEMPLATES = chat_templates()[::10]
+CONVERSATIONS = [fixture(name) for name in
+                 ("03-multi-turn", "07-parallel-tool-calls", "09-reasoning", "21-injection-everywhere")]
+VECTORS = RUN[::5]
+
+_expected: dict = {}  # Jinja2's outputs, computed once (they do not depend on the tier)
+
+
+def expected_chat(name: str, source: str, conversation: int, agp: bool):
+    key = (name, conversation, agp)
+    if key not in _expected:
+        fx = CONVERSATIONS[conversation]
+        try:
+            _expected[key] = oracle.render_chat(source, as_transformers_hands_it(fx), agp,
+                                                **(fx.get("kwargs") or {}))
+        except Exception as e:  # noqa: BLE001 - Jinja2 refusing is a verdict too
+            _expected[key] = e
+    return _expected[key]
+
+
+def chat_template(source: str):
+    env = jinjamark.chat_environment()  # a fresh one: no body compiled before at another HOT
+    return jinjamark.ChatTemplate(source, environment=env, special_tokens=dict(oracle.SPECIAL_TOKENS),
+                                  now=lambda: oracle.FIXED_NOW)
+
+
+def render_chat(ct, fx: dict, agp: bool) -> str:
+    return ct.render(fx["messages"], tools=fx.get("tools"), documents=fx.get("documents"),
+                     add_generation_prompt=agp, **(fx.get("kwargs") or {}))
+
+
+def differences(first: bool = False) -> list[str]:
+    """Every render of the slice that differs from Jinja2's (at the tier `HOT` sets now); with
+    `first`, the first one only."""
+    found = []
+    for name, source in TEMPLATES:
+        if first and found:
+            return found
+        ct = None
+        for i, fx in enumerate(CONVERSATIONS):
+            for agp in (False, True):
+                want = expected_chat(name, source, i, agp)
+                try:
+                    ct = ct or chat_template(source)
+                    got = render_chat(ct, fx, agp)
+                except jinjamark.TemplateError as e:
+                    if not isinstance(want, Exception):
+                        found.append(f"{name} #{i} agp={agp}: jinjamark raised {e}")
+                    continue
+                if isinstance(want, Exception) or got != want:
+                    found.append(f"{name} #{i} agp={agp}: output differs")
+    for vid, v in VECTORS:
+        try:
+            template = environment_for(v).from_string(v["template"])
+            got = template.render(**copy.deepcopy(v.get("context") or {}))
+        except jinjamark.TemplateError:
+            if not v.get("jinja2_error"):
+                found.append(f"vector {vid}: jinjamark raised")
+            continue
+        if v.get("jinja2_error") or got != v["jinja2_expected"]:
+            found.append(f"vector {vid}: output differs")
+    return found
+
+
+@pytest.fixture
+def generated(monkeypatch):
+    monkeypatch.setattr(tiers, "HOT", 1)
+
+
+def test_the_slice_renders_as_jinja2_with_every_body_generated(generated):
+    assert len(TEMPLATES) >= 20 and len(VECTORS) >= 40
+    assert differences() == []
+
+
+def test_the_slice_runs_the_generated_code():
+    # Each body of the slice is generated from its first run, where HOT is 1: counted by the
+    # generator's own entry point.
+    made = []
+    real = generated_statements.StatementWriter.body
+
+    def counting(self, *args, **kwargs):
+        made.append(1)
+        return real(self, *args, **kwargs)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tiers, "HOT", 1)
+        patch.setattr(generated_statements.StatementWriter, "body", counting)
+        differences()
+    assert len(made) > 200
+
+
+def _wrong_loop_first(self, loop, attribute, node, real=generated_expressions.ExpressionWriter.loop_attribute):
+    """`loop.first` true on the second iteration instead of the first."""
+    if attribute == "first":
+        result = self.temp()
+        self.line(f"{result} = {loop}.index0 == 1")
+        return result
+    return real(self, loop, attribute, node)
+
+
+def _text_written_twice(self, node, scope, real=generated_statements.StatementWriter.text):
+    """Template text of a generated body written twice when it is a newline."""
+    real(self, node, scope)
+    if node.text == "\n":
+        real(self, node, scope)
+
+
+@pytest.mark.parametrize("mutation", [
+    ("ExpressionWriter", generated_expressions.ExpressionWriter, "loop_attribute", _wrong_loop_first),
+    ("StatementWriter", generated_statements.StatementWriter, "text", _text_written_twice),
+], ids=["loop.first", "text"])
+def test_a_bug_in_the_generated_code_alone_fails_the_slice(monkeypatch, mutation):
+    _, cls, method, wrong = mutation
+    monkeypatch.setattr(cls, method, wrong)
+    monkeypatch.setattr(tiers, "HOT", 10 ** 9)  # closures only: the bug is not theirs
+    assert differences() == []
+    monkeypatch.setattr(tiers, "HOT", 1)  # every body generated: the slice sees it
+    assert differences(first=True) != []
