@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .onepass import OnePass
 
 # Lark and the modules built on it (larktables, tagstream, lark_errors) are imported when a Lark
-# parser is first needed (see above), never by `import jinjamark`: see grammar/_lark_import.py.
+# parser is first needed (see above), never by `import jinjamark` (grammar/_lark_import.py).
 
 DEFAULT_MAX_DEPTH = 200
 

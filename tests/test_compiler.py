@@ -244,3 +244,47 @@ def test_a_loop_of_cheap_steps_is_stopped_by_the_fuel_its_steps_weigh(body):
     with pytest.raises(jinjamark.LimitExceeded, match="steps"):
         env.from_string(source).render(d={"role": "user"})
     assert time.process_time() - started < 2.0
+
+
+# ---------------------------------------------------------------------------- Extension.scope_neutral
+
+from dataclasses import dataclass  # noqa: E402
+
+from jinjamark.grammar import ast as _ast  # noqa: E402
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluateNeutral(_ast.Stmt):
+    expr: _ast.Expr
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluateOpaque(_ast.Stmt):
+    expr: _ast.Expr
+
+
+def _evaluating_extension(name: str, neutral: bool):
+    """`{% do expr %}`'s grammar with a node class and handler of its own."""
+    from jinjamark.ext import extension_grammar, span
+    node_class = EvaluateNeutral if neutral else EvaluateOpaque
+    return node_class, jinjamark.Extension(
+        name, extension_grammar("do.lark"), rules={"do_stmt": lambda meta, c: node_class(span(meta), c[0])},
+        handlers={node_class: lambda ev, node, scope: ev.eval(node.expr, scope) and None},
+        names_from_expressions=True, scope_neutral=neutral)
+
+
+def test_a_scope_neutral_user_extension_keeps_the_loop_fast_paths():
+    from jinjamark.evaluation.compiling.statements import _loop_facts
+    from jinjamark.grammar import ast
+    source = "{% for x in xs %}{% do x %}{{ x }},{% endfor %}"
+    facts = {}
+    for name, neutral in (("evalneutral", True), ("evalopaque", False)):
+        _, ext = _evaluating_extension(name, neutral)
+        template = jinjamark.Environment(extensions=[ext]).from_string(source)
+        assert template.render(xs=[1, 2]) == "1,2,"
+        [loop] = [node for node in ast.walk(template.tree.body) if type(node) is ast.For]
+        facts[neutral] = _loop_facts(loop)
+    # (reads `loop`, nothing keeps the frame, the body writes it): as a core-only loop's
+    assert facts[True] == (False, True, False)
+    # an extension that did not say so may read `loop` or keep its frame
+    assert facts[False][:2] == (True, False)

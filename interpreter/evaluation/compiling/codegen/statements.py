@@ -1,5 +1,6 @@
-"""Statements written out: text, `{{ }}` (a `+` chain of reads collected inline), `if`/`elif`
-(an if/elif chain on one read against text literals finds its branch in one dict look), `for`
+"""Statements written out: text, `{{ }}` (a `+` chain of reads collected inline, a `~` chain
+printed piece by piece), `if`/`elif` (an if/elif chain on one read against text literals finds
+its branch in one dict look), `for`
 (its variable a Python local where nothing sets names in the loop), `set`. Each is the work of
 its closure in compiling/statements.py, written out; any other statement is a call of its
 closure, after which the output list and the fast flag are read again."""
@@ -39,8 +40,6 @@ class StatementWriter(ExpressionWriter):
             self.text(node, scope)
         elif kind is ast.Output and _plus(node.expr):
             self.output_sum(node, scope, local)
-        elif kind is ast.Output and type(node.expr) is ast.Concat:
-            self.output_concat(node, scope, local)
         elif kind is ast.Output:
             self.output(node, scope, local)
         elif kind is ast.If:
@@ -77,22 +76,30 @@ class StatementWriter(ExpressionWriter):
             self.line(f"    out.append({self.constant(text)})")
 
     def output(self, node: ast.Output, scope: str, local: dict) -> None:
-        """compile_output's output (a sum is output_sum's); `{{ 'text' }}`
-        written as text is."""
-        if type(node.expr) is ast.Const and type(node.expr.value) is str:
-            self.write_text(node.expr.value, node, scope, "Output")
+        """compile_output's output (a sum is output_sum's): each value printed as printer.text
+        prints it, metered and appended; `{{ a ~ b ~ c }}` prints its items one after the other
+        rather than joined first (marks then need no joining), a failure to print them raised
+        at the `~` as join_printed raises it. `{{ 'text' }}` is written as text is."""
+        expr = node.expr
+        if type(expr) is ast.Const and type(expr.value) is str:
+            self.write_text(expr.value, node, scope, "Output")
             return
         self.line("if not fast:")
         self.line(f"    print_output(ev, {self.constant(node)}, {scope})")
         self.line("else:")
         self.depth += 1
-        value = self.expr(node.expr, scope, local)
-        text = self.temp()
-        self.guarded([f"{text} = printed({value})",  # printer.text: what `{{ }}` prints
-                      f"if {text}:",
-                      f"    budget.output -= len({text})",
-                      "    if budget.output < 0: budget.wrote(0)",
-                      f"    out.append({text})"], node)
+        items = expr.items if type(expr) is ast.Concat else (expr,)
+        values = [self.expr(item, scope, local) for item in items]
+        texts = [self.temp() for _ in values]
+        if len(texts) == 1:
+            self.guarded([f"{texts[0]} = printed({values[0]})", f"if {texts[0]}:",
+                          f"    budget.output -= len({texts[0]})", "    if budget.output < 0: budget.wrote(0)",
+                          f"    out.append({texts[0]})"], node)
+        else:
+            self.guarded([f"{text} = printed({value})" for value, text in zip(values, texts)], expr)
+            self.guarded([f"budget.output -= {' + '.join(f'len({t})' for t in texts)}",
+                          "if budget.output < 0: budget.wrote(0)",
+                          f"out.extend(({', '.join(texts)},))"], node)
         self.depth -= 1
 
     def output_sum(self, node: ast.Output, scope: str, local: dict) -> None:
@@ -133,26 +140,6 @@ class StatementWriter(ExpressionWriter):
         self.line("except Exception as e:")
         self.line(f"    ev.fail(e, {output})")
         self.depth -= 1 + len(values)
-
-    def output_concat(self, node: ast.Output, scope: str, local: dict) -> None:
-        """`{{ a ~ b ~ c }}`: each item printed as `~` prints it (join_printed), the texts
-        written one after the other rather than joined first (marks then need no joining)."""
-        concat = node.expr
-        self.line("if not fast:")
-        self.line(f"    print_output(ev, {self.constant(node)}, {scope})")
-        self.line("else:")
-        self.depth += 1
-        values = [self.expr(item, scope, local) for item in concat.items]
-        texts = [self.temp() for _ in values]
-        self.line("try:")
-        for value, text in zip(values, texts):
-            self.line(f"    {text} = printed({value})")
-        self.line("except Exception as e:")
-        self.line(f"    ev.fail(e, {self.constant(concat)})")
-        self.guarded([f"budget.output -= {' + '.join(f'len({t})' for t in texts)}",
-                      "if budget.output < 0: budget.wrote(0)",
-                      f"out.extend(({', '.join(texts)},))"], node)
-        self.depth -= 1
 
     def if_(self, node: ast.If, scope: str, local: dict) -> None:
         """compile_if: the first test that holds chooses the body; an if/elif chain on one
