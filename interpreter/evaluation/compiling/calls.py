@@ -138,11 +138,25 @@ def compile_filter(node: ast.Filter) -> Code:
                 seen[0] = fn, plain
             if plain:  # a builtin filter: called as it is
                 return fn(value) if bare else fn(value, *args, **kwargs)
-            context = context_if_wanted(fn, ev, scope)
-            return env.call_filter(name, value, args, kwargs, context, ev.eval_ctx)
+            return filter_value(ev, scope, name, value, args, kwargs)
         except Exception as e:
             ev.fail(e, node)
     return filter_
+
+
+def filter_value(ev: Any, scope: Any, name: str, value: Any, args: list, kwargs: dict) -> Any:
+    """`value | name(...)` through the environment (both tiers, past a builtin's direct call):
+    what the filter asks to be passed first, the fail-safe rule for marks, host metering."""
+    env = ev.env
+    context = context_if_wanted(env.filters.get(name), ev, scope)
+    return env.call_filter(name, value, args, kwargs, context, ev.eval_ctx)
+
+
+def test_value(ev: Any, scope: Any, name: str, value: Any, args: list, kwargs: dict) -> bool:
+    """`value is name(...)` through the environment (both tiers, past a builtin's direct call)."""
+    env = ev.env
+    context = context_if_wanted(env.tests.get(name), ev, scope)
+    return bool(env.call_test(name, value, args, kwargs, context, ev.eval_ctx))
 
 
 @compiles(ast.Test)
@@ -173,8 +187,7 @@ def _test_closure(node: ast.Test, negated: bool) -> Code:
             if plain:
                 result = True if (fn(value) if bare else fn(value, *args, **kwargs)) else False
             else:
-                context = context_if_wanted(fn, ev, scope)
-                result = bool(env.call_test(name, value, args, kwargs, context, ev.eval_ctx))
+                result = test_value(ev, scope, name, value, args, kwargs)
         except Exception as e:
             ev.fail(e, node)
         return not result if negated else result
@@ -230,4 +243,4 @@ _PLAIN_TESTS: dict = {}
 _BUILTIN_TESTS = frozenset(TESTS.values())
 
 
-__all__ = ["call_function", "compile_arguments", "compile_test", "plain_function"]
+__all__ = ["call_function", "compile_arguments", "compile_test", "filter_value", "plain_function", "test_value"]

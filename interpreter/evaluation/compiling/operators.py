@@ -5,16 +5,14 @@ shortcuts, and where an error is located.
 """
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 from ..contexts import Context
-from ..expressions import COMPARE, SHORT_TEXT, SMALL_COPY, binary, cheap_to_compare, join_printed
+from ..expressions import COMPARE, binary, cheap_to_compare, join_printed
 from ...grammar import ast
 from ...values.markup import is_safe
 from ...values.marks import Input, Mixed, concat
 from ...metering import charge_compare
-from ...values.numbers import InputFloat, InputInt
 from ...values.undefined import Undefined
 from .access import ABSENT, constant, located, plain_read
 from .calls import compile_test
@@ -26,57 +24,27 @@ from ..printer import print_output, write
 def compile_binary(node: ast.Binary) -> Code:
     if node.op == "+" and type(node.left) is ast.Binary and node.left.op == "+":
         return compile_sum(node)
-    left, right, op = compile_node(node.left), compile_node(node.right), node.op
-    if op == "+":
-        return _plus(node)
-    arithmetic = _ARITHMETIC.get(op)
-
-    def operate(ev: Any, scope: Any) -> Any:
-        a = left(ev, scope)
-        b = right(ev, scope)
-        try:
-            if arithmetic is not None and type(a) in _NUMBERS and type(b) in _NUMBERS \
-                    and not ev.binops:
-                return arithmetic(a, b)  # plain numbers: nothing to check, nothing to mark
-            if ev.binops and op in ev.binops:  # the sandbox's interception (Jinja2's)
-                return ev.env.call_binop(Context(ev, scope), op, a, b)
-            return binary(ev, op, a, b)
-        except Exception as e:
-            ev.fail(e, node)
-    return operate
-
-
-def _plus(node: ast.Binary) -> Code:
-    """`a + b`: two short plain strings or two plain numbers added at once; the rest (marked or
-    safe text, sequences, long text to meter, intercepted operators) as binary adds them. A
-    literal operand costs no call."""
-    left_is_const, left = constant(node.left)
+    left_is_const, left = constant(node.left)  # a literal operand costs no call
     right_is_const, right = constant(node.right)
+    op = node.op
 
-    def plus(ev: Any, scope: Any) -> Any:
+    def binary_(ev: Any, scope: Any) -> Any:
         a = left if left_is_const else left(ev, scope)
         b = right if right_is_const else right(ev, scope)
-        kind = type(a)
-        if kind is type(b) and not ev.binops and (
-                kind is str and len(a) + len(b) <= SMALL_COPY or kind is int or kind is float):
-            return a + b
         try:
-            if ev.binops and "+" in ev.binops:  # the sandbox's interception (Jinja2's)
-                return ev.env.call_binop(Context(ev, scope), "+", a, b)
-            return binary(ev, "+", a, b)
+            return operate(ev, scope, op, a, b)
         except Exception as e:
             ev.fail(e, node)
-    return plus
+    return binary_
 
 
-# Operators on plain int and float (not bool, not numbers from input) that cannot grow a value
-# past what limits check (`*` and `**` can: they take binary's way).
-_ARITHMETIC = {"+": operator.add, "-": operator.sub, "/": operator.truediv,
-               "//": operator.floordiv, "%": operator.mod}
-_NUMBERS = frozenset((int, float))
-# Numbers compared at once: plain ones and those counted from input (`idx > 1` for an idx in
-# `range(messages|length)`; comparing gives a bool, which is not input).
-_ORDERED = frozenset((int, float, InputInt, InputFloat))
+def operate(ev: Any, scope: Any, op: str, a: Any, b: Any) -> Any:
+    """`a op b`: the one meaning of a binary operator, for both tiers (the generated code adds
+    plain numbers and short texts inline first, codegen/expressions.py): through the sandbox's
+    interception where it intercepts `op` (Jinja2's), else as expressions.binary computes it."""
+    if ev.binops and op in ev.binops:
+        return ev.env.call_binop(Context(ev, scope), op, a, b)
+    return binary(ev, op, a, b)
 
 
 def addends(expr: ast.Binary) -> tuple[list, list]:
@@ -222,15 +190,20 @@ def compile_unary(node: ast.Unary) -> Code:
                 ev.fail(e, node)
         return not_
 
-    def negate(ev: Any, scope: Any) -> Any:
+    def negate_(ev: Any, scope: Any) -> Any:
         value = operand(ev, scope)
         try:
-            if ev.unops and op in ev.unops:  # the sandbox's interception (Jinja2's)
-                return ev.env.call_unop(Context(ev, scope), op, value)
-            return -value if op == "-" else +value
+            return negate(ev, scope, op, value)
         except Exception as e:
             ev.fail(e, node)
-    return negate
+    return negate_
+
+
+def negate(ev: Any, scope: Any, op: str, value: Any) -> Any:
+    """`-x`, `+x` (both tiers): through the sandbox's interception where it intercepts `op`."""
+    if ev.unops and op in ev.unops:
+        return ev.env.call_unop(Context(ev, scope), op, value)
+    return -value if op == "-" else +value
 
 
 @compiles(ast.Logical)
@@ -274,122 +247,45 @@ def compile_concat(node: ast.Concat) -> Code:
 
 @compiles(ast.Compare)
 def compile_compare(node: ast.Compare) -> Code:
+    """`a < b`, `a == b < c`: each comparison in turn (its right side evaluated only when the
+    ones before it held), by `compare`."""
     first = compile_node(node.first)
-    if len(node.ops) == 1 and node.ops[0][0] in ("==", "!=") and type(node.ops[0][1]) is ast.Const \
-            and type(node.ops[0][1].value) in _EQUALLY_CHEAP:
-        return _equals_constant(node, first)
-    ops = tuple((op, COMPARE.get(op), constant(expr), op == "in" or op == "not in")
-                for op, expr in node.ops)
-    texts = _literal_texts(node)
-    if texts is not None:  # `m['role'] in ['user', 'system']`: text found in a set
-        inside, items = node.ops[0][0] == "in", ops[0][2][1]
+    ops = tuple((op, constant(expr)) for op, expr in node.ops)
 
-        def among(ev: Any, scope: Any) -> Any:
-            left = first(ev, scope)
-            kind = type(left)
-            if kind is str or kind is Input:
-                return (left in texts) is inside
-            return _compare_rest(ev, node, ops, left, items(ev, scope))
-        return among
-    return _compare(node, first, ops)
-
-
-def _literal_texts(node: ast.Compare) -> Any:
-    """The texts of `x in ['a', 'b']` (or `not in`, a tuple) as a set, else None."""
-    if len(node.ops) != 1 or node.ops[0][0] not in ("in", "not in"):
-        return None
-    right = node.ops[0][1]
-    if type(right) not in (ast.ListLiteral, ast.TupleLiteral) or not right.items or not all(
-            type(item) is ast.Const and type(item.value) is str for item in right.items):
-        return None
-    return frozenset(item.value for item in right.items)
-
-
-def _compare(node: ast.Compare, first: Code, ops: tuple) -> Code:
-    numeric = COMPARE.get(node.ops[0][0]) if len(ops) == 1 and not ops[0][3] else None
-
-    def compare(ev: Any, scope: Any) -> Any:
+    def compare_(ev: Any, scope: Any) -> Any:
         left = first(ev, scope)
-        if numeric is not None and type(left) in _ORDERED:  # `loop.index0 > outer`: at once
-            is_const, right = ops[0][2]
-            if not is_const:
-                right = right(ev, scope)
-            if type(right) in _ORDERED:
-                return numeric(left, right)
-            return _compare_rest(ev, node, ops, left, right)
         result: Any = True
-        for op, fn, (is_const, right), membership in ops:
+        for op, (is_const, right) in ops:
             if not is_const:
                 right = right(ev, scope)
             try:
-                if fn is None:
-                    fn = _extension_comparison(ev, op)
-                if membership and type(right) is dict and type(left) in _HASHED_CHEAPLY:
-                    pass  # `'tool_calls' in message`: one hash of a short key
-                elif not cheap_to_compare(left, right):
-                    charge_compare(left, right)  # long strings scanned, structures walked
-                result = fn(left, right)
+                result = compare(ev, op, left, right)
             except Exception as e:
                 ev.fail(e, node)
             if not result:
                 return result
             left = right
         return result
-    return compare
+    return compare_
 
 
-_HASHED_CHEAPLY = frozenset((int, float, bool, type(None), str, Input))
-# Values whose == with a literal of these types costs Python one step (a str compares lengths,
-# then at most the literal's characters; a container against a literal gives False at once).
-_EQUALLY_CHEAP = frozenset((int, float, bool, type(None), str))
-_COMPARED_CHEAPLY = frozenset((int, float, bool, type(None), str, Input, Mixed, list, dict, tuple,
-                               InputInt, InputFloat))
+def compare(ev: Any, op: str, left: Any, right: Any) -> Any:
+    """`left op right`: the one meaning of a comparison, for both tiers (the generated code
+    compares plain numbers and short texts inline first): long strings and structures are
+    charged for the scan (`'tool_calls' in message` is one hash of a short key); an operator
+    an extension's rule builds takes the extension's function."""
+    fn = COMPARE.get(op)
+    if fn is None:
+        fn = _extension_comparison(ev, op)
+    if (op == "in" or op == "not in") and type(right) is dict and type(left) in HASHED_CHEAPLY:
+        pass
+    elif not cheap_to_compare(left, right):
+        charge_compare(left, right)
+    return fn(left, right)
 
 
-def _equals_constant(node: ast.Compare, first: Code) -> Code:
-    """`message['role'] == 'user'`: one comparison with a short literal, no metering needed
-    for plain data; anything else (a host object's own __eq__) is compared as in general."""
-    op, (_, right) = node.ops[0][0], node.ops[0]
-    value, fn = right.value, COMPARE[op]
-    short = type(value) is not str or len(value) <= SHORT_TEXT
-    equal = op == "=="
-    variable, key = plain_read(node.first)
-
-    def equals(ev: Any, scope: Any) -> Any:
-        if variable is not None:  # `message['role']`: the name and the dict read inline
-            frame = scope
-            while frame is not None:
-                obj = frame.vars.get(variable, ABSENT)
-                if obj is not ABSENT:
-                    break
-                frame = frame.parent
-            left = obj.get(key, ABSENT) if frame is not None and type(obj) is dict else ABSENT
-            if left is ABSENT:  # anything else: the read in general (pure: a second look is safe)
-                left = first(ev, scope)
-        else:
-            left = first(ev, scope)
-        if short and type(left) in _COMPARED_CHEAPLY:
-            return left == value if equal else left != value
-        try:
-            if not cheap_to_compare(left, value):
-                charge_compare(left, value)
-            return fn(left, value)
-        except Exception as e:
-            ev.fail(e, node)
-    return equals
-
-
-def _compare_rest(ev: Any, node: ast.Compare, ops: tuple, left: Any, right: Any) -> Any:
-    """One comparison (`ops[0]`, its right side evaluated already) in general."""
-    op, fn = ops[0][0], ops[0][1]
-    try:
-        if fn is None:
-            fn = _extension_comparison(ev, op)
-        if not cheap_to_compare(left, right):
-            charge_compare(left, right)
-        return fn(left, right)
-    except Exception as e:
-        ev.fail(e, node)
+# Keys whose hash costs Python one step.
+HASHED_CHEAPLY = frozenset((int, float, bool, type(None), str, Input))
 
 
 def _extension_comparison(ev: Any, op: str) -> Any:
@@ -414,4 +310,4 @@ def compile_condexpr(node: ast.CondExpr) -> Code:
                               else otherwise(ev, scope))
 
 
-__all__ = ["compile_sum", "truth", "write"]
+__all__ = ["compare", "compile_sum", "negate", "operate", "truth"]

@@ -12,24 +12,9 @@ from ....grammar import ast
 from ....grammar.ast import NO_ARGUMENTS
 from ....metering import FIND
 from ....values.methods import DICT_METHODS, STR_METHODS
-from ...contexts import context_if_wanted
 from ..access import DICT_ATTRIBUTES
-from ..calls import plain_function
+from ..calls import filter_value, plain_function, test_value
 from .writer import Writer
-
-
-def filter_value(ev: Any, scope: Any, name: str, value: Any, args: list, kwargs: dict) -> Any:
-    """`value | name(...)` through the environment (calls.compile_filter's general path)."""
-    env = ev.env
-    context = context_if_wanted(env.filters.get(name), ev, scope)
-    return env.call_filter(name, value, args, kwargs, context, ev.eval_ctx)
-
-
-def test_value(ev: Any, scope: Any, name: str, value: Any, args: list, kwargs: dict) -> bool:
-    """`value is name(...)` through the environment (calls._test_closure's general path)."""
-    env = ev.env
-    context = context_if_wanted(env.tests.get(name), ev, scope)
-    return bool(env.call_test(name, value, args, kwargs, context, ev.eval_ctx))
 
 
 # What the calls' code calls besides the writer's RUNTIME (expressions.py's HELPERS adds them).

@@ -9,46 +9,44 @@ from __future__ import annotations
 from typing import Any
 
 from ....grammar import ast
-from ....metering import _RESULTS, COPY, SMALL_WORK, charge, charge_compare
+from ....metering import _RESULTS, COPY, SMALL_WORK, charge
 from ....values.access import get_attribute
 from ....values.marks import Input, Mixed, concat2
 from ....values.methods import DICT_METHODS, STR_METHODS
-from ...contexts import Context
-from ...expressions import COMPARE, SHORT_TEXT, SMALL_COPY, binary, cheap_to_compare, join_printed
+from ....values.numbers import InputFloat, InputInt
+from ...expressions import SHORT_TEXT, SMALL_COPY, join_printed
 from ..access import (_DICT_KEYS, _INDICES, ABSENT, DICT_ATTRIBUTES, LOOP_PROPERTIES, item_of, plain_read,
                       read_path)
 from ..calls import _PLAIN_TESTS, call_function, plain_function
-from ..operators import (_ARITHMETIC, _COMPARED_CHEAPLY, _EQUALLY_CHEAP, _HASHED_CHEAPLY, _NUMBERS,
-                         _ORDERED, _add_rest, _extension_comparison, _finish, _literal_texts)
+from ..operators import HASHED_CHEAPLY, _add_rest, _finish, compare, negate, operate
 from .calls import CALL_HELPERS, CallWriter, _plain_arguments
 
 METHOD_NAMES = frozenset(STR_METHODS).union(DICT_METHODS)  # calls.compile_call's method calls
 
 
-def operate(ev: Any, scope: Any, op: str, a: Any, b: Any) -> Any:
-    """`a op b` past the fast paths (operators' operate and _plus)."""
-    if ev.binops and op in ev.binops:  # the sandbox's interception (Jinja2's)
-        return ev.env.call_binop(Context(ev, scope), op, a, b)
-    return binary(ev, op, a, b)
+# The fast paths' facts. Operators on plain int and float (not bool, not numbers from input)
+# that cannot grow a value past what limits check (`*` and `**` can: operate checks them).
+_ARITHMETIC = frozenset(("+", "-", "/", "//", "%"))
+_NUMBERS = frozenset((int, float))
+# Numbers compared at once: plain ones and those counted from input (`idx > 1` for an idx in
+# `range(messages|length)`; comparing gives a bool, which is not input).
+_ORDERED = frozenset((int, float, InputInt, InputFloat))
+# Values whose == with a literal of these types costs Python one step (a str compares lengths,
+# then at most the literal's characters; a container against a literal gives False at once).
+_EQUALLY_CHEAP = frozenset((int, float, bool, type(None), str))
+_COMPARED_CHEAPLY = frozenset((int, float, bool, type(None), str, Input, Mixed, list, dict, tuple,
+                               InputInt, InputFloat))
 
 
-def compare_values(ev: Any, op: str, left: Any, right: Any) -> Any:
-    """One comparison past the fast paths (operators' _compare and _compare_rest)."""
-    fn = COMPARE.get(op)
-    if fn is None:
-        fn = _extension_comparison(ev, op)
-    if (op == "in" or op == "not in") and type(right) is dict and type(left) in _HASHED_CHEAPLY:
-        pass  # `'tool_calls' in message`: one hash of a short key
-    elif not cheap_to_compare(left, right):
-        charge_compare(left, right)  # long strings scanned, structures walked
-    return fn(left, right)
-
-
-def unary(ev: Any, scope: Any, op: str, value: Any) -> Any:
-    """`-x`, `+x` with unary operators intercepted (compile_unary's negate)."""
-    if op in ev.unops:  # the sandbox's interception (Jinja2's)
-        return ev.env.call_unop(Context(ev, scope), op, value)
-    return -value if op == "-" else +value
+def _literal_texts(node: ast.Compare) -> Any:
+    """The texts of `x in ['a', 'b']` (or `not in`, a tuple) as a set, else None."""
+    if len(node.ops) != 1 or node.ops[0][0] not in ("in", "not in"):
+        return None
+    right = node.ops[0][1]
+    if type(right) not in (ast.ListLiteral, ast.TupleLiteral) or not right.items or not all(
+            type(item) is ast.Const and type(item.value) is str for item in right.items):
+        return None
+    return frozenset(item.value for item in right.items)
 
 
 def add_rest(ev: Any, output: Any, terms: Any, scope: Any, texts: list, value: Any) -> None:
@@ -58,11 +56,11 @@ def add_rest(ev: Any, output: Any, terms: Any, scope: Any, texts: list, value: A
 
 
 # What the expressions' code calls besides the writer's RUNTIME.
-HELPERS = {"ABSENT": ABSENT, "operate": operate, "compare_values": compare_values,
-           "item_of": item_of, "concat2": concat2, "add_rest": add_rest, "unary": unary, **CALL_HELPERS,
+HELPERS = {"ABSENT": ABSENT, "operate": operate, "compare": compare,
+           "item_of": item_of, "concat2": concat2, "add_rest": add_rest, "negate": negate, **CALL_HELPERS,
            "join_printed": join_printed, "get_attribute": get_attribute, "call_function": call_function,
            "plain_function": plain_function, "PLAIN_TESTS": _PLAIN_TESTS, "SMALL_COPY": SMALL_COPY,
-           "NUMBERS": _NUMBERS, "ORDERED": _ORDERED, "HASHED_CHEAPLY": _HASHED_CHEAPLY,
+           "NUMBERS": _NUMBERS, "ORDERED": _ORDERED, "HASHED_CHEAPLY": HASHED_CHEAPLY,
            "TEXTS": frozenset((str, Input, Mixed)), "COMPARED_CHEAPLY": _COMPARED_CHEAPLY,
            "RESULTS": _RESULTS, "COPY": COPY, "SMALL_WORK": SMALL_WORK, "charge": charge,
            "DICT_KEYS": _DICT_KEYS, "INDICES": _INDICES}
@@ -114,7 +112,7 @@ class ExpressionWriter(CallWriter):
             value, result = self.expr(node.operand, scope, local), self.temp()
             self.line("if ev.unops:")
             self.depth += 1
-            self.line(f"{result} = {self.located(f'unary(ev, {scope}, {node.op!r}, {value})', node)}")
+            self.line(f"{result} = {self.located(f'negate(ev, {scope}, {node.op!r}, {value})', node)}")
             self.depth -= 1
             self.line("else:")
             self.depth += 1
@@ -177,7 +175,7 @@ class ExpressionWriter(CallWriter):
 
     def compare_one(self, node: ast.Compare, scope: str, local: dict) -> str:
         """One comparison (operators' _compare, and `among` for `x in ['a', 'b']`): numbers at
-        once; text in a set of literal texts; the rest through compare_values."""
+        once; text in a set of literal texts; the rest through compare."""
         (op, right_node), = node.ops
         left, result = self.expr(node.first, scope, local), self.temp()
         texts = _literal_texts(node)
@@ -189,7 +187,7 @@ class ExpressionWriter(CallWriter):
             self.line("else:")
             self.depth += 1
             right = self.expr(right_node, scope, local)
-            self.line(f"{result} = {self.located(f'compare_values(ev, {op!r}, {left}, {right})', node)}")
+            self.line(f"{result} = {self.located(f'compare(ev, {op!r}, {left}, {right})', node)}")
             self.depth -= 1
             return result
         right = self.expr(right_node, scope, local)
@@ -198,9 +196,9 @@ class ExpressionWriter(CallWriter):
                     f"and type({left}) in TEXTS and len({right}) <= {SHORT_TEXT} "
                     f"and len({left}) <= {SHORT_TEXT}")
             return self.either(test, f"{left} {op} {right}",
-                               f"compare_values(ev, {op!r}, {left}, {right})", node)
+                               f"compare(ev, {op!r}, {left}, {right})", node)
         return self.either(f"type({left}) in ORDERED and type({right}) in ORDERED", f"{left} {op} {right}",
-                           f"compare_values(ev, {op!r}, {left}, {right})", node)
+                           f"compare(ev, {op!r}, {left}, {right})", node)
 
     def condition(self, node: ast.CondExpr, scope: str, local: dict) -> str:
         """`a if test else b` (compile_condexpr): without `else`, the lenient Undefined."""
@@ -355,7 +353,7 @@ class ExpressionWriter(CallWriter):
             return self.compare_one(node, scope, local)
         left, literal = self.expr(node.first, scope, local), self.constant(value)
         return self.either(f"type({left}) in COMPARED_CHEAPLY", f"{left} {op} {literal}",
-                           f"compare_values(ev, {op!r}, {left}, {literal})", node)
+                           f"compare(ev, {op!r}, {left}, {literal})", node)
 
     def logical(self, node: ast.Logical, scope: str, local: dict) -> str:
         """compile_logical: the right side only when the left does not decide."""
