@@ -37,6 +37,8 @@ from test_errors import (  # noqa: E402,F401
     test_undefined_error_uses_jinja2_message)
 
 
+from test_limits import test_a_render_over_a_limit_raises_at_the_node_and_renders_once_raised  # noqa: E402,F401
+
 # The guarantees of input marking, collected again: every test of these modules.
 import test_injection  # noqa: E402
 import test_leaks  # noqa: E402

@@ -141,3 +141,13 @@ def test_a_bug_in_the_generated_code_alone_fails_the_slice(monkeypatch, mutation
     assert differences() == []
     monkeypatch.setattr(tiers, "HOT", 1)  # every body generated: the slice sees it
     assert differences(first=True) != []
+
+
+def test_a_limit_a_generated_light_call_reaches_fails_at_the_call(generated):
+    # A regression: the generated code charged a string method's work outside the call's try,
+    # so the limit was raised at the loop around it (line 1), not at `s.count('b')` (line 2).
+    source = "{% set s = 'a' * 100000 %}{% for i in range(100) %}\n{{ s.count('b') }}{% endfor %}"
+    env = jinjamark.Environment(limits=jinjamark.Limits(max_work=1_000_000))
+    with pytest.raises(jinjamark.LimitExceeded) as caught:
+        env.from_string(source).render()
+    assert (caught.value.lineno, caught.value.column) == (2, 4)

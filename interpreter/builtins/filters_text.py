@@ -32,6 +32,9 @@ def do_lower(s: Any) -> str:
     return text(s).lower()
 
 
+do_upper.same_as, do_lower.same_as = "upper", "lower"  # on plain text, str's own method (codegen)
+
+
 def do_capitalize(s: Any) -> str:
     return text(s).capitalize()
 
@@ -58,6 +61,9 @@ def do_center(value: Any, width: int = 80) -> str:
 
 def do_trim(value: Any, chars: Optional[str] = None) -> str:
     return text(value).strip(chars)
+
+
+do_trim.same_as = "strip"
 
 
 @pass_eval_context

@@ -80,11 +80,11 @@ class CallWriter(Writer):
     def light_call(self, units: str, call: str, result: str, node: Any) -> None:
         """A metered builtin called itself, charging what its metered call charges (`units`,
         before it runs, when not small; then a large result): one call, not three."""
-        self.line(f"{result} = {units}")
-        self.line(f"if {result} >= SMALL_WORK: charge({result})")
-        self.guarded([f"{result} = {call}"], node)
-        self.line(f"if isinstance({result}, RESULTS) and len({result}) * COPY >= SMALL_WORK: "
-                  f"charge(len({result}) * COPY)")
+        self.guarded([f"{result} = {units}",  # the charges fail at the call too, as the metered call's
+                      f"if {result} >= SMALL_WORK: charge({result})",
+                      f"{result} = {call}",
+                      f"if isinstance({result}, RESULTS) and len({result}) * COPY >= SMALL_WORK: "
+                      f"charge(len({result}) * COPY)"], node)
 
     def evaluated(self, arguments: Any, scope: str, local: dict) -> tuple[list, list]:
         """The arguments evaluated in order: the positional ones' locals, (name, local) pairs."""
@@ -137,11 +137,18 @@ class CallWriter(Writer):
         units = _light_units(builtin, site.arguments, value) \
             if builtin is not None and plain_function(builtin) else None
         if units is not None:  # `text | trim` of text, marked or not, by the builtin filter
+            own = getattr(builtin.unmetered, "same_as", None)  # plain text's: str's own, in C
+            passed = _passed(args, kwargs)
             self.line(f"if {function} is {self.constant(builtin)} and type({value}) in TEXTS:")
             self.depth += 1
-            unmetered = self.constant(builtin.unmetered)
-            self.light_call(units, f"{unmetered}({value}{_passed(args, kwargs)})", result, site)
-            self.depth -= 1
+            if own:
+                self.line(f"if type({value}) is str:")
+                self.indented(self.light_call, units, f"{self.constant(getattr(str, own))}({value}{passed})",
+                              result, site)
+                self.line("else:")
+                self.depth += 1
+            self.light_call(units, f"{self.constant(builtin.unmetered)}({value}{passed})", result, site)
+            self.depth -= 2 if own else 1
             self.line("else:")
             self.depth += 1
         self.line("try:")

@@ -11,14 +11,14 @@ from typing import Any
 from ....grammar import ast
 from ....metering import _RESULTS, COPY, SMALL_WORK, charge
 from ....values.access import get_attribute
-from ....values.marks import Input, Mixed, concat2
+from ....values.marks import Input, Mixed, concat, concat2
 from ....values.methods import DICT_METHODS, STR_METHODS
 from ....values.numbers import InputFloat, InputInt
 from ...expressions import SHORT_TEXT, SMALL_COPY, join_printed
 from ..access import (_DICT_KEYS, _INDICES, ABSENT, DICT_ATTRIBUTES, LOOP_PROPERTIES, item_of, plain_read,
                       read_path)
 from ..calls import _PLAIN_TESTS, call_function, plain_function
-from ..operators import HASHED_CHEAPLY, _add_rest, _finish, compare, negate, operate
+from ..operators import HASHED_CHEAPLY, Addends, _add_rest, _finish, addends, compare, negate, operate
 from .calls import CALL_HELPERS, CallWriter, _plain_arguments
 
 METHOD_NAMES = frozenset(STR_METHODS).union(DICT_METHODS)  # calls.compile_call's method calls
@@ -49,15 +49,16 @@ def _literal_texts(node: ast.Compare) -> Any:
     return frozenset(item.value for item in right.items)
 
 
-def add_rest(ev: Any, output: Any, terms: Any, scope: Any, texts: list, value: Any) -> None:
-    """`{{ a + b + c }}` from its first addend that is not text (`value`, after `texts`): the
-    rest added as the expression tree adds it, then printed (compile_sum's way)."""
-    _finish(ev, output, _add_rest(ev, terms, scope, texts, value))
+def add_rest(ev: Any, output: Any, terms: Any, scope: Any, texts: list, value: Any) -> Any:
+    """`a + b + c` from its first addend that is not text (`value`, after `texts`): the rest
+    added as the expression tree adds it (compile_sum's way); printed for `{{ }}` (`output`),
+    else the value."""
+    return _finish(ev, output, _add_rest(ev, terms, scope, texts, value))
 
 
 # What the expressions' code calls besides the writer's RUNTIME.
 HELPERS = {"ABSENT": ABSENT, "operate": operate, "compare": compare,
-           "item_of": item_of, "concat2": concat2, "add_rest": add_rest, "negate": negate, **CALL_HELPERS,
+           "item_of": item_of, "concat2": concat2, "concat": concat, "add_rest": add_rest, "negate": negate, **CALL_HELPERS,
            "join_printed": join_printed, "get_attribute": get_attribute, "call_function": call_function,
            "plain_function": plain_function, "PLAIN_TESTS": _PLAIN_TESTS, "SMALL_COPY": SMALL_COPY,
            "NUMBERS": _NUMBERS, "ORDERED": _ORDERED, "HASHED_CHEAPLY": HASHED_CHEAPLY,
@@ -124,6 +125,8 @@ class ExpressionWriter(CallWriter):
             return self.call(node, scope, local)
         elif kind is ast.Binary and not _sum(node):
             return self.binary(node, scope, local)
+        elif kind is ast.Binary:  # `a + b + c`, as a value (`set x = ...`)
+            return self.sum_value(node, scope, local)
         elif kind is ast.Concat:
             items = [self.expr(item, scope, local) for item in node.items]
             return self.located(f"join_printed(ev, [{', '.join(items)}])", node)
@@ -172,6 +175,61 @@ class ExpressionWriter(CallWriter):
         self.line(f"{result} = {self.located(f'operate(ev, {scope}, {op!r}, {a}, {b})', node)}")
         self.depth -= 1
         return result
+
+    def sum_value(self, node: ast.Binary, scope: str, local: dict) -> str:
+        """compile_sum's `a + b + c` as a value: the addends collected while they are text and
+        joined once (`collect`); its closure where the sandbox intercepts `+`."""
+        result = self.temp()
+        self.line("if binops and '+' in binops:")
+        self.line(f"    {result} = {self.closure(node, scope)}")
+        self.line("else:")
+        self.indented(self.collect, node, scope, local, None, result)
+        return result
+
+    def collect(self, expr: ast.Binary, scope: str, local: dict, output: Any, result: str = "") -> None:
+        """compile_sum's collecting, for both of its uses: the addends evaluated left to right
+        while they are text (marked or not; safe text is added as Markup adds); from the first
+        that is not, the rest is added as the expression tree adds it (operators' _add_rest,
+        which evaluates the addends after it). With `output` (the `{{ }}` around the sum) the
+        texts are written one after the other; else `result` gets them joined once."""
+        terms = self.constant(Addends(expr))
+        site = self.constant(output if output is not None else expr)
+        rest = f"add_rest(ev, {self.constant(output)}, {terms}, {scope}, [{{}}], {{}})"
+        operands, pieces, values, before, size = addends(expr)[0], [], [], [], 0
+        kinds = []  # the types of the dynamic addends: all str, the join needs no marks
+        for operand in operands:
+            if type(operand) is ast.Const and type(operand.value) is str:
+                size += len(operand.value)
+                before.append(self.constant(operand.value))
+                if pieces and pieces[-1] in self.constants and type(self.constants[pieces[-1]]) is str:
+                    self.constants[pieces[-1]] += operand.value  # adjacent literals, one piece
+                else:
+                    pieces.append(self.constant(operand.value))
+                continue
+            value, kind = self.expr(operand, scope, local), self.temp()
+            self.line(f"{kind} = type({value})")
+            self.line(f"if not ({kind} is str or {kind} is Input or {kind} is Mixed and not is_safe({value})):")
+            added = rest.format(", ".join(before), value)
+            self.line(f"    {added}" if output is not None else f"    {result} = {added}")
+            self.line("else:")
+            self.depth += 1
+            before.append(value)
+            pieces.append(value)
+            values.append(value)
+            kinds.append(kind)
+        lengths = "".join(f" + len({value})" for value in values)
+        self.line("try:")
+        if output is not None:
+            self.line(f"    budget.output -= {size}{lengths}")
+            self.line("    if budget.output < 0: budget.wrote(0)")
+            self.line(f"    out.extend(({', '.join(pieces)},))")
+        else:
+            self.line(f"    budget.limits.check_size({size}{lengths})")
+            plain = " and ".join(f"{kind} is str" for kind in kinds) or "True"
+            self.line(f"    {result} = ''.join(({', '.join(pieces)},)) if {plain} else concat(({', '.join(pieces)},))")
+        self.line("except Exception as e:")
+        self.line(f"    ev.fail(e, {site})")
+        self.depth -= len(values)
 
     def compare_one(self, node: ast.Compare, scope: str, local: dict) -> str:
         """One comparison (operators' _compare, and `among` for `x in ['a', 'b']`): numbers at

@@ -10,7 +10,6 @@ from typing import Any
 
 from ....grammar import ast
 from ..core import scope_neutral, size
-from ..operators import Addends, addends
 from ..statements import _loop_facts, _switch
 from ..access import read_path
 from .expressions import ExpressionWriter, _plus
@@ -104,42 +103,11 @@ class StatementWriter(ExpressionWriter):
 
     def output_sum(self, node: ast.Output, scope: str, local: dict) -> None:
         """compile_sum's `{{ a + b + c }}`: while the addends are text they are written one
-        after the other; from the first that is not, the rest is added as the expression tree
-        adds it (operators' _add_rest, which evaluates the addends after it) and printed."""
-        whole = self.constant(Deferred(node))  # compile_sum(expr, output=node)
-        terms = self.constant(Addends(node.expr))
-        output = self.constant(node)
+        after the other (`collect`)."""
         self.line("if not adding:")
-        self.line(f"    {whole}(ev, {scope})")
+        self.line(f"    {self.constant(Deferred(node))}(ev, {scope})")  # compile_sum(expr, output=node)
         self.line("else:")
-        self.depth += 1
-        operands, pieces, values, before, size = addends(node.expr)[0], [], [], [], 0
-        for operand in operands:
-            if type(operand) is ast.Const and type(operand.value) is str:
-                size += len(operand.value)
-                before.append(self.constant(operand.value))
-                if pieces and pieces[-1] in self.constants and type(self.constants[pieces[-1]]) is str:
-                    self.constants[pieces[-1]] += operand.value  # adjacent literals, one piece
-                else:
-                    pieces.append(self.constant(operand.value))
-                continue
-            value, kind = self.expr(operand, scope, local), self.temp()
-            self.line(f"{kind} = type({value})")
-            self.line(f"if not ({kind} is str or {kind} is Input or {kind} is Mixed and not is_safe({value})):")
-            self.line(f"    add_rest(ev, {output}, {terms}, {scope}, [{', '.join(before)}], {value})")
-            self.line("else:")
-            self.depth += 1
-            before.append(value)
-            pieces.append(value)
-            values.append(value)
-        lengths = "".join(f" + len({value})" for value in values)
-        self.line("try:")
-        self.line(f"    budget.output -= {size}{lengths}")
-        self.line("    if budget.output < 0: budget.wrote(0)")
-        self.line(f"    out.extend(({', '.join(pieces)},))")
-        self.line("except Exception as e:")
-        self.line(f"    ev.fail(e, {output})")
-        self.depth -= 1 + len(values)
+        self.indented(self.collect, node.expr, scope, local, node)
 
     def if_(self, node: ast.If, scope: str, local: dict) -> None:
         """compile_if: the first test that holds chooses the body; an if/elif chain on one
