@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
+import constructs
 import corpus_bench
 import engines
 import first_call
@@ -26,7 +27,7 @@ import length_curve
 import memory
 import report
 
-SECTIONS = ("warm", "curve", "first-call", "memory")
+SECTIONS = ("warm", "constructs", "curve", "first-call", "memory")
 PLOT = engines.ROOT / "docs" / "images" / "render-vs-length.png"
 
 
@@ -61,6 +62,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         measured = corpus_bench.run(templates, conversations, count, budget)
         data["corpus"] = corpus_bench.summarize(measured)
         data["corpus_cases"], data["corpus_compiles"] = measured.cases, measured.compiles
+    if "constructs" in sections:
+        step("constructs alone, 200 messages")
+        data["constructs"] = constructs.run(count, budget)
     if "curve" in sections:
         step("render time against conversation length")
         data["curve"] = length_curve.run(args.quick, count, budget)
@@ -76,6 +80,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         data["memory"] = memory.run(templates, fixture)
     data["seconds"] = time.perf_counter() - started
     report.print_report(data)
+    if "constructs" in data:
+        print("\n" + "\n".join(constructs.table(data["constructs"])))
     if args.json:
         Path(args.json).write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")
     print(f"benchmark took {data['seconds']:.0f} s", file=sys.stderr)

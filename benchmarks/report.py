@@ -159,7 +159,7 @@ def corpus_detail(corpus: dict) -> list[str]:
     lines.append("| compile (from_string) | " + " | ".join(ms(med["compile"].get(n), 2) for n in ENGINES)
                  + " | |")
     if corpus.get("worst_cases"):
-        lines.append("\nslowest warm cases against Jinja2: " + "; ".join(
+        lines.append("\nthe ten slowest warm cases against Jinja2: " + "; ".join(
             f"{case} {x(r)}" for case, r in corpus["worst_cases"]))
     return lines
 
