@@ -105,7 +105,7 @@ class Environment(SandboxHooks, TemplateLoading):
         self.operators: dict[str, Callable] = dict(BINARY)
         self.binop_table, self.unop_table = dict(self.default_binop_table), dict(self.default_unop_table)
         install(self, self.extensions)  # conflicts between extensions are ExtensionErrors
-        self.finalize = finalize
+        self.finalize = finalize  # applied to every `{{ }}` value first (evaluation/printer.py)
         # strict_extensions: Lark's strict mode, so that grammar conflicts fail instead of being
         # resolved silently (for developing and testing an extension; building is ~4x slower)
         self.strict_extensions = strict_extensions
@@ -135,15 +135,6 @@ class Environment(SandboxHooks, TemplateLoading):
     def __setstate__(self, state: dict) -> None:
         from . import pickling
         pickling.restore_environment(self, state)
-
-    @property
-    def finalize(self) -> Optional[Callable]:
-        """Applied to the value of every `{{ }}` before it is printed (Jinja2's)."""
-        return self._finalize
-
-    @finalize.setter
-    def finalize(self, fn: Optional[Callable]) -> None:
-        self._finalize = fn  # renders read it when they start (evaluation/printer.py)
 
     # Jinja2 lets these be set after the environment is made: templates compiled later use them
     newline_sequence = _option("newline_sequence")

@@ -21,6 +21,7 @@ def _intercepted(field: str) -> property:
 
     def put(env: Any, operators: Any) -> None:
         env.__dict__[field] = frozenset(operators)
+        env.__dict__.pop("_interception", None)  # what renders read, found again (interception)
         for name in ("_cache", "_templates"):  # from_string's and the loader's
             cache = env.__dict__.get(name)
             if cache is not None:
@@ -39,6 +40,15 @@ class SandboxHooks:
     default_unop_table = DEFAULT_UNOP_TABLE
     intercepted_binops = _intercepted("_intercepted_binops")
     intercepted_unops = _intercepted("_intercepted_unops")
+
+    def interception(self) -> tuple:
+        """(intercepted_binops, intercepted_unops), as each render reads them: kept once found
+        (a property or a subclass's class attributes), found again when either is set."""
+        found = self.__dict__.get("_interception")
+        if found is None:
+            found = self.__dict__["_interception"] = (getattr(self, "intercepted_binops", None),
+                                                      getattr(self, "intercepted_unops", None))
+        return found
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         """Whether a template may read `attr` (giving `value`) of the host object `obj`."""
