@@ -17,7 +17,7 @@ from ..limits import Budget
 from .autoescape import exec_autoescape, rendered
 from .composition import COMPOSITION, template_reference
 from .compiling import code_of, code_table
-from .compiling.core import compiles_statement
+from .compiling.core import compiles, compiles_statement
 from .expressions import call_value, evaluate_arguments
 from ..values.markup import Markup
 from ..values.marks import concat
@@ -137,11 +137,39 @@ class Evaluator:
 
 # ---------------------------------------------------------------------------- statements
 
-def exec_assign_block(ev: Evaluator, node: ast.AssignBlock, scope: Scope) -> None:
-    value = filtered_body(ev, node, scope)
-    if ev.autoescape:  # Jinja2 makes the filtered value safe text too: `| length` gives Markup('3')
-        value = Markup(value)
-    assign(ev, node.target, value, scope)
+@compiles(ast.AssignBlock)
+def compile_assign_block(node: ast.AssignBlock) -> Any:
+    """`{% set x %}body{% endset %}` (often in a loop, once per message): the body rendered to a
+    string in a frame of its own (`capture`, inline unless the render tracks spans), filtered,
+    assigned. The body's code is found once, not at each run."""
+    body, filters, target = node.body, node.filters, node.target
+    code: list = []  # the body's code, found at the first run
+
+    def set_block(ev: Evaluator, scope: Scope) -> None:
+        if ev.declared:  # most templates have none
+            ev.declare(node, scope)
+        inner = Scope(scope)
+        if ev.tracks:  # a tracking evaluator's capture carries the generation spans
+            value: Any = ev.capture(body, inner)
+        else:
+            if not code:
+                code.append(code_of(ev.code, body))
+            saved, ev.out = ev.out, []
+            try:
+                code[0](ev, inner)
+                value = concat(ev.out)
+            finally:
+                ev.out = saved
+        try:
+            value = rendered(ev, value)
+            for f in filters:  # in the body's scope: they see what it set
+                value = apply_filter(ev, f, value, inner)
+            if ev.autoescape:  # Jinja2 makes the filtered value safe text too: `| length` gives Markup('3')
+                value = Markup(value)
+            assign(ev, target, value, scope)
+        except Exception as e:
+            ev.fail(e, node)
+    return set_block
 
 
 def filtered_body(ev: Evaluator, node: ast.AssignBlock | ast.FilterBlock, scope: Scope) -> Any:
@@ -196,7 +224,6 @@ def exec_with(ev: Evaluator, node: ast.With, scope: Scope) -> None:
 
 
 STATEMENTS: dict[type, Handler] = {
-    ast.AssignBlock: exec_assign_block,
     ast.Macro: exec_macro,
     ast.CallBlock: exec_call_block,
     ast.FilterBlock: exec_filter_block,

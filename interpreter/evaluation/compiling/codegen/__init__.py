@@ -59,6 +59,7 @@ def _written(body: tuple) -> tuple[str, dict]:
     # `adding`: `{{ a + b }}` may collect its addends (written directly, `+` not intercepted).
     source = ("def body(ev, scope):\n    budget, binops, out, fast = ev.budget, ev.binops, ev.out, ev.fast\n"
               "    adding = fast and not (binops and '+' in binops)\n"
+              + "".join(line + "\n" for line in writer.prologue)
               + "\n".join(writer.lines) + "\n")
     return source, writer.constants
 

@@ -118,21 +118,14 @@ class CallWriter(Writer):
         environment calls it (filtered or tested in general). `negated` None for a filter;
         `site` the test node when a `not` was folded into it."""
         site = node if site is None else site
-        function, result = self.temp(), self.temp()
+        result = self.temp()
+        function, plain = self.function(table, site.name)
         missing = _missing_key(value_node) if negated is not None else None
         if missing is not None and site.name in _DEFINED_TESTS and site.arguments == NO_ARGUMENTS:
             value = self.key_or_absent(value_node, missing, function, site.name, scope, local)
         else:
             value, missing = self.expr(value_node, scope, local), None
         args, kwargs = self.evaluated(site.arguments, scope, local)
-        last, plain, seen = self.temp(), self.temp(), self.constant([(None, False)])
-        known = "" if negated is None else ", PLAIN_TESTS"
-        if missing is None:  # key_or_absent looked the test up already
-            self.line(f"{function} = ev.env.{table}.get({site.name!r})")
-        self.line(f"{last}, {plain} = {seen}[0]")
-        self.line(f"if {function} is not {last}:")
-        self.line(f"    {plain} = {function} is not None and plain_function({function}{known})")
-        self.line(f"    {seen}[0] = {function}, {plain}")
         builtin = FILTERS.get(site.name) if negated is None else None
         units = _light_units(builtin, site.arguments, value) \
             if builtin is not None and plain_function(builtin) else None
@@ -184,7 +177,6 @@ class CallWriter(Writer):
         Undefined the read would make (`message.tool_calls is defined`, once per message);
         else the value, read as the node reads it."""
         container, value = self.expr(node.obj, scope, local), self.temp()
-        self.line(f"{function} = ev.env.tests.get({name!r})")
         self.line(f"{value} = {container}.get({self.constant(key)}, ABSENT) "
                   f"if type({container}) is dict else ABSENT")
         self.line(f"if {value} is ABSENT and not ({function} is {self.constant(_DEFINED_TESTS[name])} "
@@ -211,7 +203,8 @@ def _light_units(builtin: Any, arguments: Any, text: str) -> Any:
             return None
         values.append(argument.value)
     size = sum(len(value) for value in values if type(value) is str)
-    units = f"{builtin.base!r} + {builtin.cost!r} * (len({text}) + {size})"
+    # base + cost * size, as `metered` sums it (a light builtin's base is 0: see above)
+    units = f"{builtin.cost!r} * " + (f"(len({text}) + {size})" if size else f"len({text})")
     if builtin.walk is not None:  # the text (position 0) and the arguments from `walk` on
         for position, value in enumerate([None, *values]):
             if position >= builtin.walk and (position == 0 or type(value) is str):

@@ -46,6 +46,9 @@ class Writer:
         self.blocks = 0  # nested loops and try blocks
         self.count = 0
         self.booleans: set[str] = set()  # locals that surely hold a bool
+        # lines run once when the function starts (the filters and tests it calls, looked up)
+        self.prologue: list[str] = []
+        self.functions: dict[tuple, tuple[str, str]] = {}
 
     def line(self, text: str) -> None:
         self.lines.append("    " * self.depth + text)
@@ -57,6 +60,19 @@ class Writer:
         name = sys.intern(f"k{self.count}")
         self.constants[name] = value
         return name
+
+    def function(self, table: str, name: str) -> tuple[str, str]:
+        """Locals holding the environment's filter (`table` "filters") or test ("tests") of this
+        name and whether it is called plainly (calls.plain_function): looked up once when the
+        function starts, as Jinja2 looks a template's filters up when its render starts."""
+        key = (table, name)
+        if key not in self.functions:
+            function, plain = self.temp(), self.temp()
+            known = ", PLAIN_TESTS" if table == "tests" else ""
+            self.prologue.append(f"    {function} = ev.env.{table}.get({name!r})")
+            self.prologue.append(f"    {plain} = {function} is not None and plain_function({function}{known})")
+            self.functions[key] = function, plain
+        return self.functions[key]
 
     def temp(self) -> str:
         self.count += 1
