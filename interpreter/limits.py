@@ -175,6 +175,13 @@ def check_printable(value: Any) -> bool:
     if isinstance(value, str):
         return type(value) is not str
     most = _current.get().max_output
+    small = _small_plain_size(value)
+    if small is not None:  # a few items of plain data (typed content, a tool call): no walker
+        total, walked = small
+        if total > most:
+            raise LimitExceeded(f"printing this value would pass the output limit ({most})")
+        metering.charge(walked + total * metering.TEXT)
+        return False
     printed = _Printed(most)
     total = printed.size(value)
     if total > most:
@@ -184,6 +191,37 @@ def check_printable(value: Any) -> bool:
 
 
 _EXACT = frozenset((str, int, float, bool, type(None)))
+_SMALL = 64  # items: what the walk without a walker takes on (more goes to _Printed)
+
+
+def _small_plain_size(value: Any) -> Optional[tuple[int, int]]:
+    """(size, walk units) as `_Printed` counts them, for a value of at most `_SMALL` items of
+    exact plain data (dicts, lists, tuples, str, numbers, None); None for anything else (a
+    subclass, a host object, more items, a container inside itself: counted past `_SMALL`). A
+    container met twice is walked twice here, so its walk may be charged twice: a few units."""
+    stack, total, walked, items = [value], 0, 0, 0
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            total += len(item) + 4
+        elif kind is dict or kind is list or kind is tuple:
+            n = len(item)
+            items += n + 1
+            if items > _SMALL:
+                return None
+            total += 2 * n + 2
+            walked += (n + 1) * _PRINT_WALK
+            if kind is dict:
+                stack.extend(item)
+                stack.extend(item.values())
+            else:
+                stack.extend(item)
+        elif kind in _EXACT:
+            total += 8
+        else:
+            return None
+    return total, walked
 _VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
 
 
