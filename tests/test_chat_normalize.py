@@ -335,3 +335,20 @@ def test_a_bad_message_is_refused_before_a_bad_tool_as_transformers_refuses_it(c
     with pytest.raises(Exception) as ours:
         getattr(jinjamark.ChatTemplate(source), method)(conversation, tools=["not a tool"])
     assert (type(ours.value), str(ours.value)) == (type(theirs.value), str(theirs.value))
+
+
+# ---------------------------------------------------------------------------- plain data, one walk
+
+_JSON_LEAVES = st.one_of(st.text(max_size=6), st.integers(), st.floats(allow_nan=False), st.booleans(), st.none())
+_JSON_ISH = st.recursive(_JSON_LEAVES, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.tuples(inner),
+    st.dictionaries(st.one_of(st.text(max_size=4), st.integers()), inner, max_size=4)), max_leaves=24)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON_ISH)
+def test_plain_data_given_back_by_the_one_walk_is_what_transformers_gives(value):
+    expected = ctu._plain_template_data(value)  # transformers 5's own cleaning, the oracle
+    assert normalize.plain(value) == expected
+    if isinstance(value, (dict, list)) and normalize._plain_already(value):
+        assert normalize.plain(value) is value  # shared, as nothing in it changes

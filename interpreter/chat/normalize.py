@@ -146,6 +146,8 @@ def plain(value: Any, depth: int = 0) -> Any:
         return value
     if depth >= MAX_DEPTH:
         raise _too_deep()
+    if depth == 0 and (t is dict or t is list) and _plain_already(value):
+        return value  # tools, typed content, tool calls: JSON as json.loads made it, one walk
     d = depth + 1
     if t is dict:
         return _plain_dict(value, d)
@@ -155,6 +157,31 @@ def plain(value: Any, depth: int = 0) -> Any:
         out = [v if type(v) in _JSON_SCALARS else plain(v, d) for v in value]
         return value if all(map(is_, out, value)) else out
     return _other(value, depth, plain, _plain_leaf)
+
+
+def _plain_already(value: Any) -> bool:
+    """Whether `plain` would give `value` back as it is: dicts with scalar keys, lists, and JSON
+    scalars all the way down, no deeper than MAX_DEPTH (a value inside itself is too deep), in
+    one walk without recursion; False sends it the rebuilding way."""
+    scalars = _JSON_SCALARS
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth >= MAX_DEPTH:
+            return False
+        kind = type(item)
+        if kind is dict:
+            if not scalars.issuperset(map(type, item)):
+                return False
+            children = item.values()
+        elif kind is list:
+            children = item
+        else:
+            return False
+        for child in children:
+            if type(child) not in scalars:
+                stack.append((child, depth + 1))
+    return True
 
 
 def _plain_dict(value: dict, d: int) -> dict:
