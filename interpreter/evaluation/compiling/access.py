@@ -1,8 +1,9 @@
 """Compilers of literals, names, and item and attribute access.
 
 A name walks the scope chain inline; `message['role']` and `message.content`, the commonest
-expressions of chat templates, look the variable up and read a plain dict in one closure.
-Everything else goes through values.get_attribute / get_item, the one meaning of access.
+expressions of chat templates, look the variable up in the same closure; every read goes through
+values.get_attribute / get_item, the one meaning of access (the generated code reads plain dicts
+and lists inline first, codegen/expressions.py).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from ...metering import charge_walk
 from ...values.marks import Input
 from ...values.numbers import InputInt
 from ...values.methods import DICT_METHODS, MUTATING_METHODS
-from ...values.runtime import LoopContext, Namespace
+from ...values.runtime import LoopContext
 from ...values.undefined import MISSING
 from ...values.access import get_attribute, get_item
 from .core import Code, compile_node, compiles
@@ -97,31 +98,20 @@ def located(code: Code, node: Any) -> Code:
 
 @compiles(ast.GetAttr, ast.GetItem)
 def compile_access(node: Any) -> Code:
-    """`a.b` and `a[b]`; a path of plain reads from a variable (`messages[i]['role']`,
-    `m.function.name`) walked in one closure while it meets plain dicts and lists."""
-    general = _compile_getattr(node) if type(node) is ast.GetAttr else _compile_getitem(node)
-    if type(node.obj) is ast.Name and (type(node) is ast.GetAttr or type(node.key) is not ast.Name):
-        return general  # `m['role']`, `m.role`: _variable_read reads it in one closure already
-    path = read_path(node)
-    if path is None or len(path[1]) == 1 and not path[1][0][1]:
-        return general  # `m['role']`: _variable_read reads it in one closure already
-    return path_code(path, general)
+    """`a.b` and `a[b]`, each step read in general (a path of plain reads, `messages[i]['role']`,
+    is walked inline by the generated code: codegen/expressions.py's `path`)."""
+    return _compile_getattr(node) if type(node) is ast.GetAttr else _compile_getitem(node)
 
 
 def _compile_getattr(node: ast.GetAttr) -> Code:
     attr = node.attr
-    plain = type(attr) is str and attr[:1] != "_" and attr not in DICT_ATTRIBUTES
     if type(node.obj) is ast.Name:
-        return _variable_attribute(node, node.obj.name, plain)
+        return _variable_read(node, node.obj.name, attr, get_attribute)
     obj_code = compile_node(node.obj)
 
     def getattr_(ev: Any, scope: Any) -> Any:
         obj = obj_code(ev, scope)
         try:
-            if plain and type(obj) is dict:  # `message.content`: an item of plain data
-                value = obj.get(attr, _ABSENT)
-                if value is not _ABSENT:
-                    return value
             return get_attribute(obj, attr, ev.undefined, ev.mutable)
         except Exception as e:
             ev.fail(e, node)
@@ -135,20 +125,8 @@ def _compile_getitem(node: ast.GetItem) -> Code:
                        node)
     is_const, key = constant(node.key)
     if is_const and type(key) is not tuple and type(node.obj) is ast.Name:
-        return _variable_item(node, node.obj.name, key)
+        return _variable_read(node, node.obj.name, key, get_item)
     obj_code = compile_node(node.obj)
-    if is_const and type(key) is not tuple:
-        def const_item(ev: Any, scope: Any) -> Any:
-            obj = obj_code(ev, scope)
-            try:
-                if type(obj) is dict:  # `message['role']`
-                    value = obj.get(key, _ABSENT)
-                    if value is not _ABSENT:
-                        return value
-                return get_item(obj, key, ev.undefined, ev.mutable)
-            except Exception as e:
-                ev.fail(e, node)
-        return const_item
 
     def item(ev: Any, scope: Any) -> Any:
         obj = obj_code(ev, scope)
@@ -177,43 +155,10 @@ def item_of(ev: Any, obj: Any, key: Any) -> Any:
 # `message['role']` and `message.content`, the most common expressions of chat templates: the
 # variable is looked up in the same closure (compile_name's walk, inlined).
 
-def _variable_item(node: ast.GetItem, name: str, key: Any) -> Code:
-    return _variable_read(node, name, key, True, get_item)
-
-
-def _variable_attribute(node: ast.GetAttr, name: str, plain: bool) -> Code:
-    general = _variable_read(node, name, node.attr, plain, get_attribute)
-    counter = _LOOP_COUNTERS.get(node.attr) if name == "loop" else None
-    return general if counter is None else _loop_counter(name, counter, general)
-
-
-# `loop.index0`, `loop.index`, `loop.first`: the loop's count read without a property's call.
-_LOOP_COUNTERS = {"index0": 0, "index": 1, "first": None}
-
-
-def _loop_counter(name: str, offset: Any, general: Code) -> Code:
-    """`loop.index0` (offset 0), `loop.index` (1) or `loop.first` (None) when `loop` is a
-    loop's; anything else called `loop` (a variable set by the template) is read in general."""
-    def loop_counter(ev: Any, scope: Any) -> Any:
-        frame = scope
-        while frame is not None:
-            obj = frame.vars.get(name, _ABSENT)
-            if obj is not _ABSENT:
-                if type(obj) is LoopContext:
-                    count = obj.index0
-                    return count == 0 if offset is None else count + offset
-                break
-            frame = frame.parent
-        return general(ev, scope)
-    return loop_counter
-
-
-def _variable_read(node: Any, name: str, key: Any, plain: bool, read: Any) -> Code:
-    """`name[key]` (`read` is get_item) or `name.key` (get_attribute; `plain`: not a dict
-    method's name, so a dict's item is the attribute)."""
-    attribute = read is get_attribute and type(key) is str and key[:1] != "_"
-    missing = type(key) is str and key[:1] != "_" and key not in DICT_ATTRIBUTES
-    index = read is get_item and type(key) is int
+def _variable_read(node: Any, name: str, key: Any, read: Any) -> Code:
+    """`name[key]` (`read` is get_item) or `name.key` (get_attribute): the variable looked up
+    in the same closure, then read in general (the generated code reads plain data inline
+    first: codegen/expressions.py's `item`)."""
 
     def variable_read(ev: Any, scope: Any) -> Any:
         while scope is not None:
@@ -224,21 +169,6 @@ def _variable_read(node: Any, name: str, key: Any, plain: bool, read: Any) -> Co
         if obj is _ABSENT or obj is MISSING:
             obj = ev.lookup_missing(name)
         try:
-            kind = type(obj)
-            if plain and kind is dict:
-                value = obj.get(key, _ABSENT)
-                if value is not _ABSENT:
-                    return value
-                if missing:  # `m.tool_calls` where there are none: no item, no method
-                    return ev.undefined(obj=obj, name=key)
-            elif kind is LoopContext and key in LOOP_PROPERTIES:  # `loop.index`
-                return getattr(obj, key)
-            elif kind is Namespace and attribute:  # `ns.found`
-                value = obj.attrs.get(key, _ABSENT)
-                if value is not _ABSENT:
-                    return value
-            elif kind is list and index and -len(obj) <= key < len(obj):  # `messages[0]`
-                return obj[key]
             return read(obj, key, ev.undefined, ev.mutable)
         except Exception as e:
             ev.fail(e, node)

@@ -318,7 +318,11 @@ class ExpressionWriter(CallWriter):
         result, general = self.temp(), self.closure(node, scope)
         self.line(f"if type({obj}) is dict:")
         self.line(f"    {result} = {obj}.get({self.constant(key)}, ABSENT)")
-        self.line(f"    if {result} is ABSENT: {result} = {general}")
+        if type(key) is str and key[:1] != "_" and key not in DICT_ATTRIBUTES:
+            # `m.tool_calls` where there are none: no item and no method, undefined at once
+            self.line(f"    if {result} is ABSENT: {result} = ev.undefined(obj={obj}, name={self.constant(key)})")
+        else:
+            self.line(f"    if {result} is ABSENT: {result} = {general}")
         if type(node) is ast.GetItem and type(key) is int:  # `messages[0]`
             bound = f"len({obj}) >= {-key}" if key < 0 else f"len({obj}) > {key}"
             self.line(f"elif type({obj}) is list and {bound}:")
