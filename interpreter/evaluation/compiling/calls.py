@@ -1,7 +1,8 @@
 """Compilers of calls, filters and tests.
 
-`text.strip()` calls the string method without making a bound method; a builtin filter or test
-is called as it is; `name is defined` searches the scope without making an undefined. A host's
+A call gets its function and calls it by `call_function` (a string's method through
+get_attribute's `Method`: the generated code calls it at once); a builtin filter or test is
+called as it is; `name is defined` searches the scope without making an undefined. A host's
 own function takes the environment's general call (what to pass first, metering, the fail-safe
 rule for marks): expressions.call_value, Environment.call_filter / call_test.
 """
@@ -15,11 +16,8 @@ from ...environment_tools import pass_arg_of
 from ..expressions import OWN_CALLABLES, call_value
 from ...grammar import ast
 from ...values.hostcalls import keeps_marks_declared
-from ...values.marks import Input, Mixed
-from ...values.methods import DICT_METHODS, STR_METHODS
 from ...values.runtime import Macro
 from ...values.undefined import MISSING, Undefined
-from ...values.access import get_attribute
 from .access import ABSENT as _ABSENT
 from .core import Code, compile_node, compiles
 
@@ -52,11 +50,8 @@ def compile_arguments(arguments: ast.Arguments) -> Code:
 @compiles(ast.Call)
 def compile_call(node: ast.Call) -> Code:
     arguments = compile_arguments(node.arguments)
-    func = node.func
-    if type(func) is ast.GetAttr and type(func.attr) is str and (func.attr in STR_METHODS
-                                                                or func.attr in DICT_METHODS):
-        return _method_call(node, func, arguments)
-    func_code = compile_node(func)
+    func = node.func  # `text.strip()`: get_attribute's Method, called (generated code calls
+    func_code = compile_node(func)  # a str's or dict's method at once: codegen/calls.py)
 
     def call(ev: Any, scope: Any) -> Any:
         fn = func_code(ev, scope)
@@ -81,43 +76,6 @@ def call_function(ev: Any, scope: Any, fn: Any, args: list, kwargs: dict) -> Any
     except StopIteration:  # as Jinja2's Context.call: it would end a generator around the call
         return ev.undefined("value was undefined because a callable raised a StopIteration "
                             "exception")
-
-
-def _method_call(node: ast.Call, func: ast.GetAttr, arguments: Code) -> Code:
-    """`text.strip()`, `message.get('x')`: when the receiver is a string (a plain dict), its
-    method is called at once (the function get_attribute would wrap in a Method); any other
-    receiver takes the general path."""
-    receiver, attr = compile_node(func.obj), func.attr
-    string_method, dict_method = STR_METHODS.get(attr), DICT_METHODS.get(attr)
-
-    def call(ev: Any, scope: Any) -> Any:
-        obj = receiver(ev, scope)
-        kind = type(obj)
-        if kind is str or kind is Input or kind is Mixed:
-            method = string_method
-        elif kind is dict:
-            method = dict_method
-        else:
-            method = None
-        if method is None:
-            try:
-                fn = get_attribute(obj, attr, ev.undefined, ev.mutable)
-            except Exception as e:
-                ev.fail(e, func)
-            args, kwargs = arguments(ev, scope)
-            try:
-                return call_function(ev, scope, fn, args, kwargs)
-            except Exception as e:
-                ev.fail(e, node)
-        args, kwargs = arguments(ev, scope)
-        try:
-            return method(obj, *args, **kwargs)
-        except StopIteration:
-            return ev.undefined("value was undefined because a callable raised a StopIteration "
-                                "exception")
-        except Exception as e:
-            ev.fail(e, node)
-    return call
 
 
 @compiles(ast.Filter)

@@ -14,7 +14,7 @@ from ...values.markup import is_safe
 from ...values.marks import Input, Mixed, concat
 from ...metering import charge_compare
 from ...values.undefined import Undefined
-from .access import ABSENT, constant, located, plain_read
+from .access import constant, located
 from .calls import compile_test
 from .core import Code, compile_node, compiles
 from ..printer import print_output, write
@@ -72,10 +72,7 @@ class Addends:
         self.size = sum(len(t) for t in constants if t is not None)
         self.codes = tuple(None if t is not None else compile_node(o)
                            for t, o in zip(constants, operands))
-        # (index, code, variable, key): `m['role']` is read inline (variable and key), any
-        # other addend by its code
-        self.dynamic = tuple((i, code) + plain_read(operands[i])
-                             for i, code in enumerate(self.codes) if code is not None)
+        self.dynamic = tuple((i, code) for i, code in enumerate(self.codes) if code is not None)
         self.adders = tuple(adders)
 
 
@@ -95,19 +92,8 @@ def compile_sum(node: ast.Binary, output: Any = None) -> Code:
             return _finish(ev, output, _intercepted_sum(ev, sum_, scope))
         texts = texts_of[:]
         size = size_of
-        for i, code, variable, key in dynamic:
-            value = ABSENT
-            if variable is not None:  # `m['role']`: compile_getitem's read of a plain dict, inline
-                frame = scope
-                while frame is not None:
-                    obj = frame.vars.get(variable, ABSENT)
-                    if obj is not ABSENT:
-                        if type(obj) is dict:
-                            value = obj.get(key, ABSENT)
-                        break
-                    frame = frame.parent
-            if value is ABSENT:
-                value = code(ev, scope)
+        for i, code in dynamic:
+            value = code(ev, scope)
             kind = type(value)
             if kind is str or kind is Input or kind is Mixed and not is_safe(value):
                 texts[i] = value

@@ -16,7 +16,7 @@ from ...values.marks import Input
 from ...values.runtime import LoopContext
 from ..scope import Scope
 from ..printer import print_output, print_text, write
-from .access import ABSENT, path_code, plain_read, read_path
+from .access import path_code, read_path
 from .core import Code, compile_body, compile_node, compile_statements, compiles, scope_neutral
 from .operators import compile_sum
 from ..loops import LoopSignal, assign, filtered, loop_iterator, recursion
@@ -45,23 +45,11 @@ def compile_output(node: ast.Output) -> Code:
             and expr.left.op == "+":
         return compile_sum(expr, output=node)
     code = compile_node(expr)
-    variable, key = plain_read(expr)
 
     def output(ev: Any, scope: Any) -> None:
         if not ev.fast:
             return print_output(ev, node, scope)
-        value = ABSENT
-        if variable is not None:  # `{{ m['content'] }}`: compile_getitem's read, inline
-            frame = scope
-            while frame is not None:
-                obj = frame.vars.get(variable, ABSENT)
-                if obj is not ABSENT:
-                    if type(obj) is dict:
-                        value = obj.get(key, ABSENT)
-                    break
-                frame = frame.parent
-        if value is ABSENT:
-            value = code(ev, scope)
+        value = code(ev, scope)
         try:
             write(ev, value)
         except Exception as e:
