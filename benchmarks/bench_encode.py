@@ -84,15 +84,20 @@ def cases(tok: Any, quick: bool) -> list[tuple[str, list, str]]:
     return found
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def quick_run(doc: str) -> tuple[bool, int]:
+    """The command line of this and whole_call.py: (`--quick`, the repeats it means)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="every 8th template, fewer repeats")
-    args = parser.parse_args()
+    quick = parser.parse_args().quick
+    return quick, 3 if quick else 5
+
+
+def main() -> int:
+    quick, repeat = quick_run(__doc__)
     from jinjamark.tokenizers import encode
     tok = tokenizer()
-    repeat = 3 if args.quick else 5
     rows = []
-    for source, parts, text in cases(tok, args.quick):
+    for source, parts, text in cases(tok, quick):
         rows.append((*best_times([lambda: encode(parts, tok, template=source),
                                   lambda: tok.encode(text, add_special_tokens=False),
                                   lambda: tok(text, add_special_tokens=False)], repeat), len(text)))

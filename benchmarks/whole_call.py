@@ -13,13 +13,12 @@ the median per-case ratio and the ratio of the summed times.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
 from pathlib import Path
 
-from bench_encode import CORPUS, best_times, tokenizer
+from bench_encode import CORPUS, best_times, quick_run, tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -37,20 +36,17 @@ def call_options(fx: dict) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="every 8th template, fewer repeats")
-    args = parser.parse_args()
+    quick, repeat = quick_run(__doc__)
     import jinjamark
     import jinjamark.hf as hf
     import oracle
     from jinjamark.tokenizers import encode
 
     tok = tokenizer()
-    repeat = 3 if args.quick else 5
     whole: list[tuple[float, float]] = []
     split: list[tuple[float, float]] = []
     differ = 0
-    templates, conversations = cases(args.quick)
+    templates, conversations = cases(quick)
     for path in templates:
         source = path.read_text(encoding="utf-8")
         tok.chat_template = source
