@@ -8,6 +8,8 @@ import json
 import os
 import pathlib
 import shutil
+import subprocess
+import sys
 import tempfile
 from typing import Callable, NamedTuple
 
@@ -167,3 +169,11 @@ def byte_level_bpe(vocab_size: int, special_tokens: list[str], texts=None):
         texts = [p.read_text(encoding="utf-8") for p in sorted(CONVERSATIONS.glob("*.json"))]
     raw.train_from_iterator(texts, trainer)
     return raw
+
+
+def run_python(code: str, timeout: int = 120) -> str:
+    """`code` run by this Python in a fresh process (what a first import sees): its standard
+    output, stripped; a failure fails the test with the child's stderr."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()

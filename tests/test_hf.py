@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pathlib
 import re
-import subprocess
 import sys
 
 import numpy as np
@@ -14,7 +13,7 @@ import pytest
 from transformers import BatchEncoding, PreTrainedTokenizerFast
 
 import jinjamark
-from conftest import byte_level_bpe, fixture, source_of
+from conftest import byte_level_bpe, fixture, run_python, source_of
 from jinjamark import hf
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"
@@ -414,9 +413,7 @@ def test_a_drop_in_error_never_imports_jinja2_and_is_its_class_once_it_is_loaded
         "print('jinja2' in sys.modules, str(first))\n"
         "import jinja2\n"
         "print(isinstance(failed(), jinja2.TemplateError), isinstance(first, jinja2.TemplateError))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["False no", "True False"]
+    assert run_python(code).splitlines() == ["False no", "True False"]
 
 
 @pytest.mark.parametrize("code", ["import jinjamark.hf", "import jinjamark; jinjamark.hf.patch",
@@ -425,5 +422,4 @@ def test_the_drop_in_is_reachable_as_readme_uses_it_and_imports_neither_jinja2_n
     """README's `import jinjamark` then `jinjamark.hf.patch(...)`: the module is imported on
     first use, and neither it nor `import jinjamark` imports transformers or jinja2."""
     code = f"import sys; {code}; print(sorted({{'jinja2', 'transformers'}} & set(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert run_python(code) == "[]"

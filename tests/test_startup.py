@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jinjamark
-from conftest import chat_templates
+from conftest import chat_templates, run_python
 from jinjamark.grammar import ast
 from jinjamark.grammar.parser import _without_trailing_newline
 
@@ -338,12 +338,6 @@ def test_shipped_tables_parse_as_built_tables_do():
 
 # ---------------------------------------------------------------------------- imports
 
-def _fresh(code: str) -> str:
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
-
-
 def test_importing_jinjamark_leaves_interegular_out_and_strict_mode_still_has_it():
     """Lark imports `interegular` when installed; only strict grammar builds use it."""
     pytest.importorskip("interegular")
@@ -354,7 +348,7 @@ def test_importing_jinjamark_leaves_interegular_out_and_strict_mode_still_has_it
             "    Parser((Syntax('x', '%extend ?atom: FOO -> foo\\nFOO: /[a-z]+/'),), strict=True)\n"
             "except Exception as e:\n"
             "    print(type(e).__name__, 'FOO' in str(e) and 'NAME' in str(e))\n")
-    assert _fresh(code).split() == ["False", "LexError", "True"]
+    assert run_python(code).split() == ["False", "LexError", "True"]
 
 
 def test_importing_jinjamark_leaves_regex_out_and_lark_users_still_have_it():
@@ -367,7 +361,7 @@ def test_importing_jinjamark_leaves_regex_out_and_lark_users_still_have_it():
             "import lark\n"
             "parser = lark.Lark('start: /\\\\p{Lu}+/', parser='lalr', regex=True)\n"
             "print(parser.parse('AB').children[0], 'regex' in sys.modules)\n")
-    assert _fresh(code).split() == ["False", "AB", "True"]
+    assert run_python(code).split() == ["False", "AB", "True"]
 
 
 def test_an_embedder_that_imported_lark_first_keeps_it_as_it_was():
@@ -377,7 +371,7 @@ def test_an_embedder_that_imported_lark_first_keeps_it_as_it_was():
             "import jinjamark\n"
             "jinjamark.Environment().from_string('{{ 1 }}').render()\n"
             "print(before == (lark.lexer.has_interegular, 'regex' in sys.modules))\n")
-    assert _fresh(code) == "True"
+    assert run_python(code) == "True"
 
 
 def test_the_grammar_files_read_from_the_folder_are_the_package_resources():
@@ -435,14 +429,14 @@ def test_the_default_grammars_parse_without_lark_until_a_template_fails():
             "    jinjamark.chat_environment().from_string('{{ a + }}')\n"
             "except jinjamark.TemplateSyntaxError as e:\n"
             "    print(e.lineno, e.column, 'lark' in sys.modules)\n")
-    assert _fresh(code).split() == ["False", "False", "1", "8", "True"]
+    assert run_python(code).split() == ["False", "False", "1", "8", "True"]
 
 
 def test_a_grammar_without_shipped_tables_imports_lark_when_its_parser_is_made():
     code = ("import sys, jinjamark\n"
             "env = jinjamark.Environment(extensions=['do'])\n"
             "print('lark' in sys.modules, env.from_string('{% do x %}{{ 1 }}').render())\n")
-    assert _fresh(code).split() == ["True", "1"]
+    assert run_python(code).split() == ["True", "1"]
 
 
 # ---------------------------------------------------------------------------- compact templates
