@@ -139,31 +139,13 @@ class Evaluator:
 
 @compiles(ast.AssignBlock)
 def compile_assign_block(node: ast.AssignBlock) -> Any:
-    """`{% set x %}body{% endset %}` (often in a loop, once per message): the body rendered to a
-    string in a frame of its own (`capture`, inline unless the render tracks spans), filtered,
-    assigned. The body's code is found once, not at each run."""
-    body, filters, target = node.body, node.filters, node.target
-    code: list = []  # the body's code, found at the first run
+    """`{% set x %}body{% endset %}` (often in a loop, once per message): the body rendered and
+    filtered as a filter block's is (`filtered_body`), then assigned."""
+    target = node.target
 
     def set_block(ev: Evaluator, scope: Scope) -> None:
-        if ev.declared:  # most templates have none
-            ev.declare(node, scope)
-        inner = Scope(scope)
-        if ev.tracks:  # a tracking evaluator's capture carries the generation spans
-            value: Any = ev.capture(body, inner)
-        else:
-            if not code:
-                code.append(code_of(ev.code, body))
-            saved, ev.out = ev.out, []
-            try:
-                code[0](ev, inner)
-                value = concat(ev.out)
-            finally:
-                ev.out = saved
         try:
-            value = rendered(ev, value)
-            for f in filters:  # in the body's scope: they see what it set
-                value = apply_filter(ev, f, value, inner)
+            value = filtered_body(ev, node, scope)
             if ev.autoescape:  # Jinja2 makes the filtered value safe text too: `| length` gives Markup('3')
                 value = Markup(value)
             assign(ev, target, value, scope)

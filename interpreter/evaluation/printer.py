@@ -16,7 +16,6 @@ from typing import Any
 
 from ..grammar import ast
 from ..values.markup import escape
-from ..values.marks import Input, Mixed
 from ..values.printing import to_string
 from ..environment_tools import RenderContext, pass_arg_of
 from ..values.hostcalls import host_result
@@ -31,22 +30,11 @@ def reprint(ev: Any) -> None:
     ev.fast = not (ev.autoescape or ev.guarding or ev.tracks or ev.env.finalize is not None)
 
 
-def text(value: Any) -> str:
-    """The text `{{ value }}` prints (plain printing): text as it is, anything else by
-    to_string. One definition for the closures and the generated code."""
-    kind = type(value)
-    if kind is str or kind is Input or kind is Mixed:
-        return value
-    return str(value) if kind is int or kind is bool else to_string(value)
-
-
-_text = text  # for write: `text` is a common local name
-
-
 def write(ev: Any, value: Any) -> None:
-    """Print one value plainly: its text (`text`), metered, appended. The output append is the
-    one piece the generated code writes inline instead of calling this."""
-    text = _text(value)
+    """Print one value plainly: its text (values.printing.to_string, what `{{ }}` prints, for
+    both tiers), metered, appended. The output append is the one piece the generated code
+    writes inline instead of calling this."""
+    text = to_string(value)
     if text:
         budget = ev.budget
         budget.output -= len(text)
@@ -74,9 +62,7 @@ def print_output(ev: Any, node: ast.Output, scope: Any) -> None:
     for item in expr.items if type(expr) is ast.Concat else (expr,):
         value = ev.eval(item, scope)
         try:
-            if ev.autoescape:  # printed as `{{ }}` prints it (host objects by kind, limits), escaped
-                value = escape(value if hasattr(value, "__html__") else to_string(value))
-            ev.write(value)
+            ev.write(_escaped(value) if ev.autoescape else value)
         except Exception as e:
             ev.fail(e, expr)
 
@@ -90,11 +76,15 @@ def _finalized(ev: Any, expr: Any, scope: Any) -> None:
             ev.write(finalized(ev, escape(value), scope))
             return
         value = finalized(ev, value, scope)
-        if ev.autoescape:
-            value = escape(value if hasattr(value, "__html__") else to_string(value))
-        ev.write(value)
+        ev.write(_escaped(value) if ev.autoescape else value)
     except Exception as e:
         ev.fail(e, expr)
+
+
+def _escaped(value: Any) -> Any:
+    """What autoescaping prints: the value as `{{ }}` prints it (host objects by kind, limits),
+    escaped unless it is safe."""
+    return escape(value if hasattr(value, "__html__") else to_string(value))
 
 
 def finalized(ev: Any, value: Any, scope: Any) -> Any:

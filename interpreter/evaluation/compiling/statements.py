@@ -1,7 +1,7 @@
 """Statement compilers: text, `{{ }}`, `if`, `for` and `set` become closures writing to
 `Evaluator.out`. The rarer statements (block `set`, macros, call and filter blocks, `with`,
-autoescape, composition) run through their handlers (evaluation/evaluator.py, evaluation/composition.py), whose bodies
-are compiled closures too.
+autoescape, composition) are compiled in evaluation/evaluator.py and evaluation/composition.py,
+most as direct calls of a function of their node (core.compiles_statement).
 
 Output is written directly only on an evaluator whose `fast` flag is set: a plain render.
 Autoescaping, `finalize`, a child template after `extends` and span tracking change printing,

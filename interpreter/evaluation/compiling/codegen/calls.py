@@ -131,17 +131,11 @@ class CallWriter(Writer):
             if builtin is not None and plain_function(builtin) else None
         if units is not None:  # `text | trim` of text, marked or not, by the builtin filter
             own = getattr(builtin.unmetered, "same_as", None)  # plain text's: str's own, in C
-            passed = _passed(args, kwargs)
-            self.line(f"if {function} is {self.constant(builtin)} and type({value}) in TEXTS:")
-            self.depth += 1
+            called = self.constant(builtin.unmetered)
             if own:
-                self.line(f"if type({value}) is str:")
-                self.indented(self.light_call, units, f"{self.constant(getattr(str, own))}({value}{passed})",
-                              result, site)
-                self.line("else:")
-                self.depth += 1
-            self.light_call(units, f"{self.constant(builtin.unmetered)}({value}{passed})", result, site)
-            self.depth -= 2 if own else 1
+                called = f"({self.constant(getattr(str, own))} if type({value}) is str else {called})"
+            self.line(f"if {function} is {self.constant(builtin)} and type({value}) in TEXTS:")
+            self.indented(self.light_call, units, f"{called}({value}{_passed(args, kwargs)})", result, site)
             self.line("else:")
             self.depth += 1
         self.line("try:")

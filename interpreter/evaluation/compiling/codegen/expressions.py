@@ -224,8 +224,7 @@ class ExpressionWriter(CallWriter):
             self.line("    if budget.output < 0: budget.wrote(0)")
             self.line(f"    out.extend(({', '.join(pieces)},))")
         else:
-            # limits.check_size, called only to raise: what it checks is compared here
-            self.line(f"    if {size}{lengths} > budget.limits.max_output: budget.limits.check_size({size}{lengths})")
+            self.line(f"    budget.limits.check_size({size}{lengths})")
             plain = " and ".join(f"{kind} is str" for kind in kinds) or "True"
             self.line(f"    {result} = ''.join(({', '.join(pieces)},)) if {plain} else concat(({', '.join(pieces)},))")
         self.line("except Exception as e:")

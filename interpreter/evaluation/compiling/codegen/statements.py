@@ -75,7 +75,7 @@ class StatementWriter(ExpressionWriter):
             self.line(f"    out.append({self.constant(text)})")
 
     def output(self, node: ast.Output, scope: str, local: dict) -> None:
-        """compile_output's output (a sum is output_sum's): each value printed as printer.text
+        """compile_output's output (a sum is output_sum's): each value printed as to_string
         prints it, metered and appended; `{{ a ~ b ~ c }}` prints its items one after the other
         rather than joined first (marks then need no joining), a failure to print them raised
         at the `~` as join_printed raises it. `{{ 'text' }}` is written as text is."""
@@ -91,11 +91,11 @@ class StatementWriter(ExpressionWriter):
         values = [self.expr(item, scope, local) for item in items]
         texts = [self.temp() for _ in values]
         if len(texts) == 1:
-            self.guarded([f"{texts[0]} = printed({values[0]})", f"if {texts[0]}:",
+            self.guarded([f"{texts[0]} = to_string({values[0]})", f"if {texts[0]}:",
                           f"    budget.output -= len({texts[0]})", "    if budget.output < 0: budget.wrote(0)",
                           f"    out.append({texts[0]})"], node)
         else:
-            self.guarded([f"{text} = printed({value})" for value, text in zip(values, texts)], expr)
+            self.guarded([f"{text} = to_string({value})" for value, text in zip(values, texts)], expr)
             self.guarded([f"budget.output -= {' + '.join(f'len({t})' for t in texts)}",
                           "if budget.output < 0: budget.wrote(0)",
                           f"out.extend(({', '.join(texts)},))"], node)

@@ -12,7 +12,7 @@ from ....values.printing import to_string
 from ....values.runtime import LoopContext, Macro, Namespace
 from ....values.undefined import MISSING, Undefined
 from ...loops import LoopSignal, assign, filtered, loop_iterator
-from ...printer import print_output, print_text, text as printed
+from ...printer import print_output, print_text
 from ...scope import Scope
 
 # Names the generated code uses besides its constants (codegen/__init__.py adds the helpers of
@@ -22,8 +22,7 @@ RUNTIME = {"MISSING": MISSING, "Input": Input, "Mixed": Mixed, "str": str, "int"
            "is_safe": is_safe, "LoopContext": LoopContext, "Namespace": Namespace, "Macro": Macro,
            "Undefined": Undefined, "LoopSignal": LoopSignal, "Scope": Scope, "assign": assign,
            "filtered": filtered, "loop_iterator": loop_iterator, "Exception": Exception,
-           "StopIteration": StopIteration, "print_text": print_text, "print_output": print_output,
-           "printed": printed}
+           "StopIteration": StopIteration, "print_text": print_text, "print_output": print_output}
 
 
 class Deferred:
