@@ -191,6 +191,7 @@ def check_printable(value: Any) -> bool:
 
 
 _EXACT = frozenset((str, int, float, bool, type(None)))
+_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
 _SMALL = 64  # items: what the walk without a walker takes on (more goes to _Printed)
 
 
@@ -222,7 +223,6 @@ def _small_plain_size(value: Any) -> Optional[tuple[int, int]]:
         else:
             return None
     return total, walked
-_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
 
 
 class _Printed:

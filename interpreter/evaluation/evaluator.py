@@ -49,7 +49,7 @@ class Evaluator:
         self.steps = Budget.BATCH
         self.memo = {} if memo is None else memo  # per template: facts about its nodes
         # the operators the sandbox intercepts (Jinja2's intercepted_binops/unops; mostly none)
-        self.binops, self.unops = environment.__dict__.get("_interception") or environment.interception()
+        self.binops, self.unops = environment.interception()
         self.code = code_table(self.memo)  # per template: each node's closure, compiled when reached
         # names to declare unassigned before some statements (scope.declarations), found
         # when the template was compiled; none for an expression evaluated on its own
