@@ -351,8 +351,8 @@ class Template:
         loop over `messages` was writing for (evaluation/origins.py). `origins` is this method's
         own parameter, never a template variable."""
         if origins:
-            from .evaluation.origins import render, to_origin_parts  # only for origins: not at import
-            return to_origin_parts(render(self, dict(*args, **kwargs)))
+            from .evaluation.origins import render  # only for origins: not at import
+            return render(self, dict(*args, **kwargs), parts=True)
         return to_parts(self._render(dict(*args, **kwargs)))
 
     @functools.cached_property

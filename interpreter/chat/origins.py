@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import Any, Optional, Union
 
 from ..evaluation import origins as engine
-from ..evaluation.origins import OriginPart, to_origin_parts
-from ..values.marks import mark
+from ..evaluation.origins import OriginPart
+from ..values.marks import Mixed, mark
 from ..values.sources import Source
-from ..values.sourced import traced
+from ..values.sourced import source_of, traced
 from .loading import select_template
 from .normalize import REASONING_FIELDS, check_documents, check_tools, normalize_messages, plain, split_batch
 # template.py imports this module only inside its methods: it is loaded whole by then
@@ -26,9 +26,9 @@ from .template import ChatTemplate, _Render, refuse_consumed, trust
 
 def render_runs(chat: "ChatTemplate", messages: Any, tools: Any = None, documents: Any = None,
                 add_generation_prompt: Any = False, template_name: Optional[str] = None,
-                **kwargs: Any) -> tuple[list[engine.Run], list[dict]]:
-    """One conversation rendered with origins: the runs, and the messages as normalised (so
-    that run `turn`s and `Source.message`s index them)."""
+                _parts: bool = False, **kwargs: Any) -> tuple[list[engine.Run], list[dict]]:
+    """One conversation rendered with origins: the runs (`_parts`: the origin parts), and the
+    messages as normalised (so that run `turn`s and `Source.message`s index them)."""
     refuse_consumed(kwargs)
     if "messages" in kwargs:
         raise TypeError("render() got multiple values for keyword argument 'messages'")
@@ -56,7 +56,7 @@ def render_runs(chat: "ChatTemplate", messages: Any, tools: Any = None, document
         context["add_generation_prompt"] = traced(context["add_generation_prompt"], None,
                                                   "add_generation_prompt")
     runs = engine.render(template, context, chat.overlay, traced_messages,
-                         bool(add_generation_prompt))
+                         bool(add_generation_prompt), _parts)
     return runs, normalised
 
 
@@ -86,31 +86,34 @@ def _flat(message: Any, index: int, trusted_roles: frozenset) -> Optional[dict]:
     if type(message) is not dict:
         return None
     out = {}
-    new = tuple.__new__
     for key, value in message.items():
         if type(key) is not str or type(value) is not str:
             return None
-        name = _KEYS.get((index, key))
-        if name is None:
+        known = _KEYS.get((index, key))
+        if known is None:
             if not key.isidentifier():
                 return None
-            name = _key_name(index, key)
-        trusted = key == "role" and value in trusted_roles
-        out[name] = value if trusted else mark(value, new(Source, (index, key, False)))
+            known = _key_of(index, key)
+        if not value or (key == "role" and value in trusted_roles):
+            out[known[0]] = value
+        else:
+            marked = Mixed(value)
+            marked.spans = ((0, len(value), known[1]),)
+            out[known[0]] = marked
     return out
 
 
-# A message's keys are the same few names in every conversation: each (message, key) marked
-# once for every render (a marked string is immutable), up to a bound.
-_KEYS: dict[tuple[int, str], str] = {}
+# A message's keys are the same few names in every conversation: each (message, key) marked,
+# and the Source of its value made, once for every render (both are immutable), up to a bound.
+_KEYS: dict[tuple[int, str], tuple[str, Source]] = {}
 _KEYS_KEPT = 1 << 15
 
 
-def _key_name(index: int, key: str) -> str:
-    name = mark(key, tuple.__new__(Source, (index, key, True)))
+def _key_of(index: int, key: str) -> tuple[str, Source]:
+    known = (mark(key, tuple.__new__(Source, (index, key, True))), source_of(index, key))
     if len(_KEYS) < _KEYS_KEPT:
-        _KEYS[(index, key)] = name
-    return name
+        _KEYS[(index, key)] = known
+    return known
 
 
 def render_parts(chat: "ChatTemplate", conversation: Any, tools: Any, documents: Any,
@@ -120,10 +123,11 @@ def render_parts(chat: "ChatTemplate", conversation: Any, tools: Any, documents:
     conversations, batched = split_batch(conversation)
     results = []
     for messages in conversations:
-        runs, _ = render_runs(chat, messages, tools, documents, add_generation_prompt, **kwargs)
+        parts, _ = render_runs(chat, messages, tools, documents, add_generation_prompt,
+                               _parts=True, **kwargs)
         if continue_final_message:
-            runs = continued(chat, messages, runs, tools, documents, continue_final_message, kwargs)
-        results.append(to_origin_parts(runs))
+            parts = continued(chat, messages, parts, tools, documents, continue_final_message, kwargs)
+        results.append(parts)
     return results if batched else results[0]
 
 

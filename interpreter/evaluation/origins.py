@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import dataclasses
 from contextvars import ContextVar
-from typing import Any, Iterable, NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 from ..grammar import ast, records
 from ..values.origins import TRACING, label
 from ..values.sources import UNKNOWN
-from .compiling.core import SCOPE_NEUTRAL, compiles
+from .compiling.core import CONSTANT_PIECES, SCOPE_NEUTRAL, compiles
 from .evaluator import Evaluator
 from .tracking import Marker
 
@@ -102,8 +102,8 @@ _RECORDER: ContextVar[Optional[Recorder]] = ContextVar("jinjamark_origin_recorde
 # code), so that an origin render runs on the ordinary evaluator and its fast paths.
 
 class StatementMark(ast.Stmt):
-    """Before a text or `{{ }}` statement: what follows was written by it (at `line`)."""
-    line: int
+    """Before a `{{ }}` statement: what follows was written by it (`marker`: at its line)."""
+    marker: StatementMarker
 
 
 class LoopTurns(ast.Stmt):
@@ -125,11 +125,12 @@ class GenerationPrompt(ast.Stmt):
 
 # They touch no frame: loops holding them keep the fast paths of the template's own loops.
 SCOPE_NEUTRAL.update((StatementMark, LoopTurns, EnterItem, GenerationPrompt))
+CONSTANT_PIECES[StatementMark] = lambda node: node.marker  # generated code appends it itself
 
 
 @compiles(StatementMark)
 def _compile_statement_mark(node: StatementMark) -> Any:
-    marker = StatementMarker(node.line, node.span.column)  # one per statement: runs tell statements apart by it
+    marker = node.marker  # one per statement, made with the tree: runs tell statements apart by it
     return lambda ev, scope: ev.out.append(marker)
 
 
@@ -257,7 +258,7 @@ def _rewrite_field(value: Any) -> Any:
                 items.append(dataclasses.replace(item, text=StatementText(item.text, marker)))
                 continue
             if type(item) is ast.Text or type(item) is ast.Output:
-                items.append(StatementMark(item.span, item.span.line))
+                items.append(StatementMark(item.span, StatementMarker(item.span.line, item.span.column)))
             items.append(_rewrite_field(item))
         return value if len(items) == len(value) and all(a is b for a, b in zip(items, value)) \
             else tuple(items)
@@ -295,118 +296,143 @@ class Run(NamedTuple):
 
 
 def resolve(pieces: list) -> list[Run]:
-    """The runs of an origin render's output pieces, in order (markers resolved, neighbours of
-    the same origin and statement merged). One pass, inline: it runs over every piece written,
-    and most runs are one piece (their text is kept without a list until a second comes)."""
-    runs: list[Run] = []
-    add, join, new = runs.append, "".join, tuple.__new__
-    text: Optional[str] = None  # the first text of the run being gathered (None: no run) ...
-    more: Optional[list] = None  # ... all its texts once it has several
-    source: Any = None  # its origin, and its state when it started:
-    at_turn: Optional[int] = None
-    at_prompt = False
-    at_statement: Optional[StatementMarker] = None
-    moved = False  # whether a marker changed the state since it started
-    turn: Optional[int] = None
-    prompt = 0
-    statement: Optional[StatementMarker] = None
-    for piece in pieces:
-        kind = type(piece)
-        if kind is StatementText:  # a text statement's: its statement starts here
-            statement, moved, kind = piece.statement, True, str
-        if kind is str:
-            if not piece:
-                continue
-            if text is not None:
-                if not moved and source is None:
-                    if more is None:
-                        more = [text, piece]
-                    else:
-                        more.append(piece)
-                    continue
-                add(new(Run, (join(more) if more else text, source, at_turn, at_prompt, at_statement)))
-                more = None
-            text, source, moved = piece, None, False
-            at_turn, at_prompt, at_statement = turn, prompt > 0, statement
-            continue
-        if kind is StatementMarker:
-            statement, moved = piece, True
-            continue
-        if kind is TurnMarker:
-            turn, moved = piece.turn, True
-            continue
-        if piece is PROMPT_START or piece is PROMPT_END:
-            prompt += 1 if piece is PROMPT_START else -1
-            moved = True
-            continue
-        if isinstance(piece, Marker) or not piece:
-            continue
-        whole = str.__str__(piece)
-        for run_source, start, end in _runs_of(whole, getattr(piece, "spans", None)):
-            if text is not None:
-                if not moved and (source is run_source or source == run_source):
-                    if more is None:
-                        more = [text]
-                    more.append(whole[start:end])
-                    continue
-                add(new(Run, (join(more) if more else text, source, at_turn, at_prompt, at_statement)))
-                more = None
-            text, source, moved = whole[start:end], run_source, False
-            at_turn, at_prompt, at_statement = turn, prompt > 0, statement
-    if text is not None:
-        add(new(Run, (join(more) if more else text, source, at_turn, at_prompt, at_statement)))
-    return _statement_turns(runs)
+    """The runs of an origin render's output pieces, in order: markers resolved, neighbours
+    of the same origin, state and statement merged (_Resolver)."""
+    return _Resolver(False).resolve(pieces)
 
 
-def _runs_of(text: str, spans: Any) -> Any:
-    """(origin, start, end) of each stretch of a marked piece: None for template text."""
-    if not spans:
-        return ((None, 0, len(text)),)
-    if len(spans) == 1 and spans[0][0] == 0 and spans[0][1] == len(text):  # a field printed
-        return ((label(spans[0]) or UNKNOWN, 0, len(text)),)
-    out, pos = [], 0
-    for span in spans:
-        if span[0] > pos:
-            out.append((None, pos, span[0]))
-        out.append((label(span) or UNKNOWN, span[0], span[1]))
-        pos = span[1]
-    if pos < len(text):
-        out.append((None, pos, len(text)))
-    return out
+def origin_parts(pieces: list) -> list["OriginPart"]:
+    """The origin parts of an origin render's output pieces: its runs, made in the same one
+    pass, neighbours merged by line rather than by statement."""
+    return _Resolver(True).resolve(pieces)
 
 
-def _statement_turns(runs: list[Run]) -> list[Run]:
-    """Outside any turn, a statement that writes the data of one message writes for that
-    message (`{{ '<|im_start|>system\n' + messages[0].content }}` before the loop; the last
-    message kept in a namespace and printed after it): its runs get that turn."""
-    start = 0
-    while start < len(runs):
-        if runs[start].turn is not None or runs[start].prompt:
-            start += 1
-            continue
-        end = start + 1
-        while end < len(runs) and runs[end].statement is runs[start].statement:
-            end += 1
-        group = runs[start:end]
-        if all(run.turn is None and not run.prompt for run in group):
-            runs[start:end] = _attributed(group)
-        start = end
-    return runs
+class _Resolver:
+    """One pass over an origin render's output pieces. The markers set the state (turn,
+    generation prompt, statement); each stretch of text with one origin under it is a segment,
+    merged into the last run (or part) when they agree on everything it shows.
 
+    Outside any turn, a statement that writes the data of one message writes for that message
+    (`{{ '<|im_start|>system\n' + messages[0].content }}` before the loop; the last message kept
+    in a namespace and printed after it): the segments one statement writes outside any turn
+    are held until it ends, and its template text then takes the turn of the message whose data
+    follows it (the last one's after it), so that a conversation gathered in a namespace and
+    printed once (`{{ ns.out }}`) is split back into its turns. A statement that also writes
+    inside a turn (before its text outside ends) keeps what it wrote outside as written."""
 
-def _attributed(group: list[Run]) -> list[Run]:
-    """The runs of one statement written outside any turn, template text given the turn of
-    the message whose data follows it (the last one's after it): a conversation gathered in a
-    namespace and printed once (`{{ ns.out }}`) is split back into its turns."""
-    owners = [_message_of(run.source) for run in group]
-    following = next((owner for owner in reversed(owners) if owner is not None), None)
-    if following is None:
-        return group
-    out = []
-    for run, owner in zip(reversed(group), reversed(owners)):
-        following = owner if owner is not None else following
-        out.append(run._replace(turn=following))
-    return out[::-1]
+    __slots__ = ("by_line", "out", "texts", "last", "held", "holder", "kept")
+
+    def __init__(self, by_line: bool) -> None:
+        self.by_line = by_line  # parts (merged by line) rather than runs (by statement)
+        self.out: list = []
+        self.texts: Optional[list] = None  # the texts of the last run, while it may grow
+        self.last: Optional[tuple] = None   # (source, turn, prompt, statement) of the last run
+        self.held: list = []                # the segments held outside any turn ...
+        self.holder: Any = None             # ... written by this statement
+        self.kept: Any = None  # the statement whose text outside a turn stays as written
+
+    def resolve(self, pieces: list) -> list:
+        turn: Optional[int] = None
+        prompt = 0
+        statement: Optional[StatementMarker] = None
+        segment = self.segment
+        for piece in pieces:
+            kind = type(piece)
+            if kind is StatementText:  # a text statement's: its statement starts here
+                statement = piece.statement
+                segment(piece, None, turn, prompt > 0, statement)
+            elif kind is str:
+                if piece:
+                    segment(piece, None, turn, prompt > 0, statement)
+            elif kind is StatementMarker:
+                statement = piece
+            elif kind is TurnMarker:
+                turn = piece.turn
+            elif piece is PROMPT_START:
+                prompt += 1
+            elif piece is PROMPT_END:
+                prompt -= 1
+            elif piece and not isinstance(piece, Marker):
+                whole = str.__str__(piece)
+                spans = getattr(piece, "spans", None)
+                at = prompt > 0
+                if not spans:
+                    segment(whole, None, turn, at, statement)
+                elif len(spans) == 1 and spans[0][0] == 0 and spans[0][1] == len(whole):  # a field
+                    segment(whole, label(spans[0]) or UNKNOWN, turn, at, statement)
+                else:
+                    pos = 0
+                    for span in spans:
+                        if span[0] > pos:
+                            segment(whole[pos:span[0]], None, turn, at, statement)
+                        segment(whole[span[0]:span[1]], label(span) or UNKNOWN, turn, at, statement)
+                        pos = span[1]
+                    if pos < len(whole):
+                        segment(whole[pos:], None, turn, at, statement)
+        self.release(True)
+        self.close()
+        return self.out
+
+    def segment(self, text: str, source: Any, turn: Optional[int], prompt: bool,
+                statement: Optional[StatementMarker]) -> None:
+        if self.kept is not None and statement is not self.kept:
+            self.kept = None
+        if turn is None and not prompt and statement is not self.kept:
+            if self.held and statement is not self.holder:
+                self.release(True)
+            self.held.append((text, source))
+            self.holder = statement
+            return
+        if self.held:  # a statement that wrote outside a turn and now inside one keeps both
+            same = statement is self.holder
+            self.release(not same)
+            if same:
+                self.kept = statement
+        self.add(text, source, turn, prompt, statement)
+
+    def add(self, text: str, source: Any, turn: Optional[int], prompt: bool,
+            statement: Optional[StatementMarker]) -> None:
+        # a part's line is a number; a run's statement is told apart by identity (markers are
+        # all equal as strings)
+        key = (statement.line if statement is not None else None) if self.by_line else statement
+        last = self.last
+        if last is not None and (last[0] is source or last[0] == source) and last[1] == turn \
+                and last[2] is prompt and (last[3] is key or (self.by_line and last[3] == key)):
+            self.texts.append(text)
+            return
+        self.close()
+        self.texts, self.last = [text], (source, turn, prompt, key)
+
+    def close(self) -> None:
+        """The last run (or part) made, with its texts joined."""
+        if self.last is None:
+            return
+        source, turn, prompt, key = self.last
+        texts = self.texts
+        text = texts[0] if len(texts) == 1 else "".join(texts)
+        if self.by_line:
+            made = tuple.__new__(OriginPart, (text, source is not None, source, turn, prompt, key))
+        else:
+            made = tuple.__new__(Run, (text, source, turn, prompt, key))
+        self.out.append(made)
+        self.last = None
+
+    def release(self, attribute: bool) -> None:
+        """The held segments, their template text given the turn of the message whose data
+        follows it (the last one's after it) when `attribute`."""
+        held, statement = self.held, self.holder
+        if not held:
+            return
+        self.held = []
+        owners = [_message_of(source) for _, source in held]
+        turns = [None] * len(held)
+        following = next((o for o in reversed(owners) if o is not None), None) if attribute else None
+        if following is not None:
+            for i in range(len(held) - 1, -1, -1):
+                following = owners[i] if owners[i] is not None else following
+                turns[i] = following
+        for (text, source), turn in zip(held, turns):
+            self.add(text, source, turn, False, statement)
 
 
 def _message_of(source: Any) -> Optional[int]:
@@ -444,39 +470,14 @@ class OriginPart(NamedTuple):
         return None if self.origin is None else self.origin.field
 
 
-def to_origin_parts(runs: Iterable[Any]) -> list[OriginPart]:
-    """Origin parts from an origin render's runs (evaluation/origins.py): neighbours that agree
-    on everything a part shows are one part."""
-    parts: list[OriginPart] = []
-    add, join, new = parts.append, "".join, tuple.__new__
-    texts: Optional[list] = None
-    source: Any = None
-    turn: Optional[int] = None
-    prompt = False
-    line: Optional[int] = None
-    for run in runs:
-        run_source, run_turn, run_prompt, statement = run[1], run[2], run[3], run[4]
-        run_line = statement.line if statement is not None else None
-        if texts is not None:
-            if (run_source is source or run_source == source) and run_turn == turn \
-                    and run_prompt is prompt and run_line == line:
-                texts.append(run[0])
-                continue
-            add(new(OriginPart, (join(texts), source is not None, source, turn, prompt, line)))
-        texts = [run[0]]
-        source, turn, prompt, line = run_source, run_turn, run_prompt, run_line
-    if texts is not None:
-        add(new(OriginPart, (join(texts), source is not None, source, turn, prompt, line)))
-    return parts
-
-
 # ---------------------------------------------------------------------------- rendering
 
 def render(template: Any, context: dict, overlay: Optional[dict] = None,
-           messages: Any = None, prompting: Optional[bool] = None) -> list[Run]:
-    """Render `template` (a Template) recording origins: its runs. `messages`: the list whose
-    dicts are the conversation's turns (default: the context's `messages`); `prompting`: whether
-    add_generation_prompt is true (default: the context's, as a template tests it)."""
+           messages: Any = None, prompting: Optional[bool] = None, parts: bool = False) -> list:
+    """Render `template` (a Template) recording origins: its runs (`parts`: its origin parts).
+    `messages`: the list whose dicts are the conversation's turns (default: the context's
+    `messages`); `prompting`: whether add_generation_prompt is true (default: the context's, as
+    a template tests it)."""
     if messages is None:
         messages = context.get("messages")
     if prompting is None:
@@ -490,4 +491,4 @@ def render(template: Any, context: dict, overlay: Optional[dict] = None,
     finally:
         TRACING.reset(tracing)
         _RECORDER.reset(token)
-    return resolve(pieces)
+    return origin_parts(pieces) if parts else resolve(pieces)

@@ -10,6 +10,7 @@ mark is an injection, an extra mark only a missed special token).
 from __future__ import annotations
 
 from bisect import bisect_right
+from itertools import repeat
 from operator import itemgetter
 from typing import Any, Iterable, Optional, Sequence
 
@@ -69,8 +70,12 @@ class Marked(str):
         return getitem(self, key)
 
     def __iter__(self):
-        for i in range(len(self)):
-            yield getitem(self, i)
+        spans = self.spans
+        if len(spans) == 1 and spans[0][0] == 0 and spans[0][1] == len(self):
+            # a field with its origin (an Input iterates as its own class): each character
+            # marked at once, not cut out by the span algebra
+            return map(mark, str.__iter__(self), repeat(label(spans[0]), len(self)))
+        return map(getitem, repeat(self, len(self)), range(len(self)))
 
     # -- str methods, each mapping marks
     def strip(self, chars=None):
@@ -355,16 +360,20 @@ def sub(s: str, start: int, stop: int) -> str:
     if not isinstance(s, Marked):
         return text
     spans = s.spans
-    if len(spans) == 1 and len(spans[0]) == 2:  # one input run (`'<think>' ~ content`): no search
-        a, b = spans[0]
+    if len(spans) == 1:  # one input run (`'<think>' ~ content`, a field with its origin): no search
+        span = spans[0]
+        a, b = span[0], span[1]
         a = a - start if a > start else 0
         b = (b if b < stop else stop) - start
         if a >= b:
             return text
-        if a == 0 and b == len(text):
-            return Input(text)
         m = Mixed(text)
-        m.spans = ((a, b),)
+        if len(span) == 2:
+            if a == 0 and b == len(text):
+                return Input(text)
+            m.spans = ((a, b),)
+        else:
+            m.spans = ((a, b, span[2]),)
         return m
     return make(text, clip(spans, start, stop))
 

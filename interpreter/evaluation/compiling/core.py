@@ -32,6 +32,12 @@ COMPILERS: dict[type, Compiler] = {}  # node class -> its compiler (access, call
 # markers). A loop whose body holds them keeps the fast paths of a core-only body.
 SCOPE_NEUTRAL: set[type] = set()
 
+# Node classes whose running appends one constant piece to the output and does nothing else
+# (the origin render's statement markers, evaluation/origins.py): class -> the piece a node
+# writes. Generated code appends the piece itself, where any other statement is a call of its
+# closure. They are scope-neutral too.
+CONSTANT_PIECES: dict[type, Callable[[Any], Any]] = {}
+
 
 def scope_neutral(kind: type) -> bool:
     """Whether nodes of this class are the core's own or declared scope-neutral; any other

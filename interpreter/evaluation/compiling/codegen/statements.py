@@ -1,15 +1,15 @@
 """Statements written out: text, `{{ }}` (a `+` chain of reads collected inline, a `~` chain
 printed piece by piece), `if`/`elif` (an if/elif chain on one read against text literals finds
 its branch in one dict look), `for`
-(its variable a Python local where nothing sets names in the loop), `set`. Each is the work of
-its closure in compiling/statements.py, written out; any other statement is a call of its
-closure, after which the output list and the fast flag are read again."""
+(its variable a Python local where nothing sets names in the loop), `set`, and the pieces of
+`CONSTANT_PIECES` (markers). Each is the work of its closure in compiling/statements.py, written
+out; any other statement is a call of its closure, after which the output list and the fast flag are read again."""
 from __future__ import annotations
 
 from typing import Any
 
 from ....grammar import ast
-from ..core import scope_neutral, size
+from ..core import CONSTANT_PIECES, scope_neutral, size
 from ..statements import _loop_facts, _switch
 from ..access import read_path
 from .expressions import ExpressionWriter, _plus
@@ -48,6 +48,8 @@ class StatementWriter(ExpressionWriter):
         elif kind is ast.Assign and type(node.target) is ast.NameTarget:
             value = self.expr(node.expr, scope, local)
             self.line(f"{scope}.vars[{node.target.name!r}] = {value}")
+        elif kind in CONSTANT_PIECES:  # a marker: written as its closure writes it
+            self.line(f"out.append({self.constant(CONSTANT_PIECES[kind](node))})")
         elif kind is ast.Assign:  # `ns.x = ...`, `a, b = ...` (statements' set_target)
             value = self.expr(node.expr, scope, local)
             self.line("try:")
