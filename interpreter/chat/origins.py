@@ -34,14 +34,17 @@ def render_runs(chat: "ChatTemplate", messages: Any, tools: Any = None, document
         raise TypeError("render() got multiple values for keyword argument 'messages'")
     source = select_template(chat.templates, template_name if template_name is not None
                              else chat.template_name, tools)
-    normalised = normalize_messages(messages)
+    traced_messages = _flat_conversation(messages, chat.trusted_roles)
+    # a flat conversation is its own normalised and walked form (normalize.flat_messages)
+    normalised = list(messages) if traced_messages is not None else normalize_messages(messages)
     template = chat.compiled(source)
     render = _Render(chat, template, source, check_tools(tools), check_documents(documents),
                      add_generation_prompt, kwargs, False)
-    walked = render.messages(normalised, plain)
+    walked = normalised if traced_messages is not None else render.messages(normalised, plain)
     context = render.context(normalised, False, walked)
-    traced_messages = [_message(m, given, i, chat.trusted_roles)
-                       for i, (m, given) in enumerate(zip(walked, normalised))]
+    if traced_messages is None:
+        traced_messages = [_message(m, given, i, chat.trusted_roles)
+                           for i, (m, given) in enumerate(zip(walked, normalised))]
     if "messages" in context:
         context["messages"] = traced_messages
     for name in kwargs:
@@ -80,21 +83,37 @@ def _message(message: Any, given: Any, index: int, trusted_roles: frozenset) -> 
     return marked
 
 
+def _flat_conversation(messages: Any, trusted_roles: frozenset) -> Optional[list]:
+    """The conversation's messages marked with origins when every one is flat (`_flat`: most
+    conversations), made in one pass that checks as it marks; else None."""
+    if type(messages) is not list:
+        return None
+    out = []
+    for index, message in enumerate(messages):
+        marked = _flat(message, index, trusted_roles)
+        if marked is None:
+            return None
+        out.append(marked)
+    return out
+
+
 def _flat(message: Any, index: int, trusted_roles: frozenset) -> Optional[dict]:
-    """`traced` of a message of text fields with names for keys (most messages), made at once;
-    None for any other."""
+    """`traced` of a message of text fields with names for keys and no reasoning alias (most
+    messages: normalising and walking give them back as they are), made at once; None for any
+    other."""
     if type(message) is not dict:
         return None
+    keys = _KEYS[index] if index < len(_KEYS) else _keys_at(index)
     out = {}
     for key, value in message.items():
-        if type(key) is not str or type(value) is not str:
+        if type(value) is not str:
             return None
-        known = _KEYS.get((index, key))
+        known = keys.get(key)
         if known is None:
-            if not key.isidentifier():
+            if type(key) is not str or not key.isidentifier() or key in REASONING_FIELDS:
                 return None
-            known = _key_of(index, key)
-        if not value or (key == "role" and value in trusted_roles):
+            known = _key_of(keys, index, key)
+        if not value or (value in trusted_roles and key == "role"):
             out[known[0]] = value
         else:
             marked = Mixed(value)
@@ -104,15 +123,25 @@ def _flat(message: Any, index: int, trusted_roles: frozenset) -> Optional[dict]:
 
 
 # A message's keys are the same few names in every conversation: each (message, key) marked,
-# and the Source of its value made, once for every render (both are immutable), up to a bound.
-_KEYS: dict[tuple[int, str], tuple[str, Source]] = {}
-_KEYS_KEPT = 1 << 15
+# and the Source of its value made, once for every render (both are immutable), up to a bound:
+# _KEYS[i] holds message i's (the first _MESSAGES_KEPT messages, _KEYS_KEPT keys each).
+_KEYS: list[dict[str, tuple[str, Source]]] = []
+_MESSAGES_KEPT, _KEYS_KEPT = 1024, 32
 
 
-def _key_of(index: int, key: str) -> tuple[str, Source]:
+def _keys_at(index: int) -> dict:
+    """Message `index`'s known keys: a dict kept for later renders while under the bound."""
+    if index < _MESSAGES_KEPT:
+        while len(_KEYS) <= index:
+            _KEYS.append({})
+        return _KEYS[index]
+    return {}
+
+
+def _key_of(keys: dict, index: int, key: str) -> tuple[str, Source]:
     known = (mark(key, tuple.__new__(Source, (index, key, True))), source_of(index, key))
-    if len(_KEYS) < _KEYS_KEPT:
-        _KEYS[(index, key)] = known
+    if len(keys) < _KEYS_KEPT:
+        keys[key] = known
     return known
 
 

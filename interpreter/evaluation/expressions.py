@@ -112,8 +112,8 @@ def binary(ev, op: str, left: Any, right: Any) -> Any:
     """`left op right` with Jinja2's semantics and the environment's operator table."""
     if op == "+":  # the common case: text and marked text (not safe text: see markup_add)
         tl, tr = type(left), type(right)
-        if ((tl is str or tl is Input or tl is Mixed and not is_safe(left))
-                and (tr is str or tr is Input or tr is Mixed and not is_safe(right))):
+        if ((tl is str or tl is Input or tl is Mixed)
+                and (tr is str or tr is Input or tr is Mixed)):
             if len(left) + len(right) > SMALL_COPY:
                 ev.budget.limits.check_size(len(left) + len(right))
                 charge((len(left) + len(right)) * COPY)

@@ -297,20 +297,21 @@ class Run(NamedTuple):
 
 def resolve(pieces: list) -> list[Run]:
     """The runs of an origin render's output pieces, in order: markers resolved, neighbours
-    of the same origin, state and statement merged (_Resolver)."""
-    return _Resolver(False).resolve(pieces)
+    of the same origin, state and statement merged (_resolve)."""
+    return _resolve(pieces, False)
 
 
 def origin_parts(pieces: list) -> list["OriginPart"]:
     """The origin parts of an origin render's output pieces: its runs, made in the same one
     pass, neighbours merged by line rather than by statement."""
-    return _Resolver(True).resolve(pieces)
+    return _resolve(pieces, True)
 
 
-class _Resolver:
-    """One pass over an origin render's output pieces. The markers set the state (turn,
+def _resolve(pieces: list, by_line: bool) -> list:
+    """One pass over an origin render's output pieces: runs (`by_line`: origin parts, merged by
+    the statement's line rather than by the statement). The markers set the state (turn,
     generation prompt, statement); each stretch of text with one origin under it is a segment,
-    merged into the last run (or part) when they agree on everything it shows.
+    merged into the run being made when they agree on everything it shows.
 
     Outside any turn, a statement that writes the data of one message writes for that message
     (`{{ '<|im_start|>system\n' + messages[0].content }}` before the loop; the last message kept
@@ -318,121 +319,132 @@ class _Resolver:
     are held until it ends, and its template text then takes the turn of the message whose data
     follows it (the last one's after it), so that a conversation gathered in a namespace and
     printed once (`{{ ns.out }}`) is split back into its turns. A statement that also writes
-    inside a turn (before its text outside ends) keeps what it wrote outside as written."""
+    inside a turn (before its text outside ends) keeps what it wrote outside as written.
 
-    __slots__ = ("by_line", "out", "texts", "last", "held", "holder", "kept")
+    Most output is written inside a turn with nothing held: such a segment goes straight to
+    `add`, and a run is one tuple compared (this pass is a good part of an origin render's
+    cost; hence closures over locals, not methods)."""
+    out: list = []
+    made = OriginPart if by_line else Run
+    new = tuple.__new__
+    last: Any = None   # (source, turn, prompt, statement key) of the run being made ...
+    texts: list = []   # ... its texts so far, and the statement that wrote it
+    wrote: Optional[StatementMarker] = None
+    held: list = []    # the segments written outside any turn, held ...
+    holder: Any = None  # ... while this statement writes them
+    holder_key: Any = None
+    kept: Any = None   # the statement whose text outside a turn stays as written
 
-    def __init__(self, by_line: bool) -> None:
-        self.by_line = by_line  # parts (merged by line) rather than runs (by statement)
-        self.out: list = []
-        self.texts: Optional[list] = None  # the texts of the last run, while it may grow
-        self.last: Optional[tuple] = None   # (source, turn, prompt, statement) of the last run
-        self.held: list = []                # the segments held outside any turn ...
-        self.holder: Any = None             # ... written by this statement
-        self.kept: Any = None  # the statement whose text outside a turn stays as written
-
-    def resolve(self, pieces: list) -> list:
-        turn: Optional[int] = None
-        prompt = 0
-        statement: Optional[StatementMarker] = None
-        segment = self.segment
-        for piece in pieces:
-            kind = type(piece)
-            if kind is StatementText:  # a text statement's: its statement starts here
-                statement = piece.statement
-                segment(piece, None, turn, prompt > 0, statement)
-            elif kind is str:
-                if piece:
-                    segment(piece, None, turn, prompt > 0, statement)
-            elif kind is StatementMarker:
-                statement = piece
-            elif kind is TurnMarker:
-                turn = piece.turn
-            elif piece is PROMPT_START:
-                prompt += 1
-            elif piece is PROMPT_END:
-                prompt -= 1
-            elif piece and not isinstance(piece, Marker):
-                whole = str.__str__(piece)
-                spans = getattr(piece, "spans", None)
-                at = prompt > 0
-                if not spans:
-                    segment(whole, None, turn, at, statement)
-                elif len(spans) == 1 and spans[0][0] == 0 and spans[0][1] == len(whole):  # a field
-                    segment(whole, label(spans[0]) or UNKNOWN, turn, at, statement)
-                else:
-                    pos = 0
-                    for span in spans:
-                        if span[0] > pos:
-                            segment(whole[pos:span[0]], None, turn, at, statement)
-                        segment(whole[span[0]:span[1]], label(span) or UNKNOWN, turn, at, statement)
-                        pos = span[1]
-                    if pos < len(whole):
-                        segment(whole[pos:], None, turn, at, statement)
-        self.release(True)
-        self.close()
-        return self.out
-
-    def segment(self, text: str, source: Any, turn: Optional[int], prompt: bool,
-                statement: Optional[StatementMarker]) -> None:
-        if self.kept is not None and statement is not self.kept:
-            self.kept = None
-        if turn is None and not prompt and statement is not self.kept:
-            if self.held and statement is not self.holder:
-                self.release(True)
-            self.held.append((text, source))
-            self.holder = statement
-            return
-        if self.held:  # a statement that wrote outside a turn and now inside one keeps both
-            same = statement is self.holder
-            self.release(not same)
-            if same:
-                self.kept = statement
-        self.add(text, source, turn, prompt, statement)
-
-    def add(self, text: str, source: Any, turn: Optional[int], prompt: bool,
+    def add(text: str, source: Any, turn: Optional[int], prompt: bool, key: Any,
             statement: Optional[StatementMarker]) -> None:
-        # a part's line is a number; a run's statement is told apart by identity (markers are
-        # all equal as strings)
-        key = (statement.line if statement is not None else None) if self.by_line else statement
-        last = self.last
-        if last is not None and (last[0] is source or last[0] == source) and last[1] == turn \
-                and last[2] is prompt and (last[3] is key or (self.by_line and last[3] == key)):
-            self.texts.append(text)
+        nonlocal last, texts, wrote
+        state = (source, turn, prompt, key)  # a run's key is its statement's id, a part's its line
+        if state == last:
+            texts.append(text)
             return
-        self.close()
-        self.texts, self.last = [text], (source, turn, prompt, key)
+        if last is not None:
+            close()
+        last, texts, wrote = state, [text], statement
 
-    def close(self) -> None:
-        """The last run (or part) made, with its texts joined."""
-        if self.last is None:
-            return
-        source, turn, prompt, key = self.last
-        texts = self.texts
+    def close() -> None:
+        source, turn, prompt, key = last
         text = texts[0] if len(texts) == 1 else "".join(texts)
-        if self.by_line:
-            made = tuple.__new__(OriginPart, (text, source is not None, source, turn, prompt, key))
-        else:
-            made = tuple.__new__(Run, (text, source, turn, prompt, key))
-        self.out.append(made)
-        self.last = None
+        out.append(new(made, (text, source is not None, source, turn, prompt, key) if by_line
+                       else (text, source, turn, prompt, wrote)))
 
-    def release(self, attribute: bool) -> None:
+    def segment(text: str, source: Any, turn: Optional[int], prompt: bool, key: Any,
+                statement: Optional[StatementMarker]) -> None:
+        nonlocal holder, holder_key, kept
+        if kept is not None and statement is not kept:
+            kept = None
+        if turn is None and not prompt and statement is not kept:
+            if held and statement is not holder:
+                release(True)
+            held.append((text, source))
+            holder, holder_key = statement, key
+            return
+        if held:  # a statement that wrote outside a turn and now inside one keeps both
+            same = statement is holder
+            release(not same)
+            if same:
+                kept = statement
+        add(text, source, turn, prompt, key, statement)
+
+    def release(attribute: bool) -> None:
         """The held segments, their template text given the turn of the message whose data
         follows it (the last one's after it) when `attribute`."""
-        held, statement = self.held, self.holder
-        if not held:
-            return
-        self.held = []
-        owners = [_message_of(source) for _, source in held]
-        turns = [None] * len(held)
+        segments = held[:]
+        held.clear()
+        owners = [_message_of(source) for _, source in segments]
+        turns = [None] * len(segments)
         following = next((o for o in reversed(owners) if o is not None), None) if attribute else None
         if following is not None:
-            for i in range(len(held) - 1, -1, -1):
+            for i in range(len(segments) - 1, -1, -1):
                 following = owners[i] if owners[i] is not None else following
                 turns[i] = following
-        for (text, source), turn in zip(held, turns):
-            self.add(text, source, turn, False, statement)
+        for (text, source), turn in zip(segments, turns):
+            add(text, source, turn, False, holder_key, holder)
+
+    turn: Optional[int] = None
+    prompt = 0
+    statement: Optional[StatementMarker] = None
+    key: Any = None if by_line else id(None)
+    extend = False  # plain text written now joins the run being made (template text, and
+    for piece in pieces:  # nothing has changed since): most pieces, one append each
+        kind = type(piece)
+        if kind is str:
+            if extend:
+                texts.append(piece)
+                continue
+            if not piece:
+                continue
+            text, source = piece, None
+        elif kind is StatementText:  # a text statement's: its statement starts here
+            statement = piece.statement
+            key = statement.line if by_line else id(statement)
+            text, source = piece, None
+        elif kind is StatementMarker:
+            statement, extend = piece, False
+            key = piece.line if by_line else id(piece)
+            continue
+        elif kind is TurnMarker:
+            turn, extend = piece.turn, False
+            continue
+        elif piece is PROMPT_START:
+            prompt, extend = prompt + 1, False
+            continue
+        elif piece is PROMPT_END:
+            prompt, extend = prompt - 1, False
+            continue
+        elif piece and not isinstance(piece, Marker):
+            text = str.__str__(piece)
+            spans = getattr(piece, "spans", None)
+            if not spans:
+                source = None
+            elif len(spans) == 1 and spans[0][0] == 0 and spans[0][1] == len(text):  # a field
+                source = label(spans[0]) or UNKNOWN
+            else:
+                pos, at, extend = 0, prompt > 0, False
+                for span in spans:
+                    if span[0] > pos:
+                        segment(text[pos:span[0]], None, turn, at, key, statement)
+                    segment(text[span[0]:span[1]], label(span) or UNKNOWN, turn, at, key, statement)
+                    pos = span[1]
+                if pos < len(text):
+                    segment(text[pos:], None, turn, at, key, statement)
+                continue
+        else:
+            continue
+        if (turn is None and not prompt) or held or kept is not None:
+            segment(text, source, turn, prompt > 0, key, statement)
+            extend = False
+        else:
+            add(text, source, turn, prompt > 0, key, statement)
+            extend = source is None
+    release(True)
+    if last is not None:
+        close()
+    return out
 
 
 def _message_of(source: Any) -> Optional[int]:

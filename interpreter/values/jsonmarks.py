@@ -14,7 +14,7 @@ import re
 from json import encoder as _std
 from typing import Any
 
-from .marks import Input, Marked, concat, has_input, make, mark, merge, plain, shifted_all, spans_of, taint
+from .marks import Input, Marked, Mixed, concat, has_input, make, mark, merge, plain, shifted_all, spans_of, taint
 from .. import metering
 from ..limits import check_printable
 from .numbers import is_input_number
@@ -84,10 +84,11 @@ def _located(value: Any, text: str, skipkeys: bool = False, ensure_ascii: bool =
         if isinstance(token, str):
             at, end = next(strings)
             pos = end + 1
-            if type(token) is Input:
+            kind = type(token)
+            if kind is Input:
                 if end > at:
                     spans.append((at, end))
-            elif isinstance(token, Marked) and _whole(token):  # a field traced with its origin
+            elif (kind is Mixed or isinstance(token, Marked)) and _whole(token):  # a traced field
                 if end > at:
                     spans.append((at, end) + token.spans[0][2:])
             elif isinstance(token, Marked):
@@ -145,13 +146,13 @@ def _tokens(value: Any, sort_keys: bool, skipkeys: bool, out: list, depth: int) 
         items = sorted(value.items()) if sort_keys else value.items()
         for key, item in items:
             kind = type(key)
-            if kind is not Input and kind is not str:
+            if kind is not Input and kind is not str and kind is not Mixed:
                 key = _key(key, skipkeys)
                 if key is _SKIP:
                     continue
             out.append(key)
             kind = type(item)
-            if kind is Input or kind is str:
+            if kind is Input or kind is str or kind is Mixed:
                 out.append(item)
             elif item is not None:
                 _tokens(item, sort_keys, skipkeys, out, depth + 1)
@@ -160,7 +161,7 @@ def _tokens(value: Any, sort_keys: bool, skipkeys: bool, out: list, depth: int) 
             raise RecursionError("value nests too deeply for JSON")
         for item in value:
             kind = type(item)
-            if kind is Input or kind is str:
+            if kind is Input or kind is str or kind is Mixed:
                 out.append(item)
             elif item is not None:
                 _tokens(item, sort_keys, skipkeys, out, depth + 1)

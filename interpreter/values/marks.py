@@ -241,8 +241,9 @@ class Input(Marked):
 
 
 class Mixed(Marked):
-    """A string with input characters in `spans` and template characters elsewhere (or an
-    input string that carries an attribute, such as a safe one's `__html__`)."""
+    """A string with input characters in `spans` and template characters elsewhere. Never safe
+    text: a safe one is a `SafeMixed` (values/markup.py), so an exact `Mixed` is added and
+    printed without asking for `__html__`."""
 
 
 # Python's own messages name a value's type by `__name__`: a marked string is a str to users
@@ -316,17 +317,21 @@ def flags_of(s: str) -> list[Any]:
 
 def merge(spans: Iterable[tuple[int, int]]) -> Spans:
     """Sorted spans made disjoint and non-adjacent; empty ones dropped."""
-    out: list[list[Any]] = []
+    out: list[tuple] = []
+    end, origin = -1, None  # of the last span of `out`
     for span in spans:
         a, b = span[0], span[1]
         if a >= b:
             continue
-        origin = label(span)
-        if out and a <= out[-1][1] and out[-1][2] == origin:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b, origin])
-    return tuple((a, b) if o is None else (a, b, o) for a, b, o in out)
+        own = span[2] if len(span) > 2 else None
+        if out and a <= end and own == origin:
+            end = max(end, b)
+            out[-1] = (out[-1][0], end) if own is None else (out[-1][0], end, own)
+        else:  # most spans: kept as they are when already in their canonical form
+            out.append(span if type(span) is tuple and len(span) == (2 if own is None else 3) else
+                       (a, b) if own is None else (a, b, own))
+            end, origin = b, own
+    return tuple(out)
 
 
 def clip(spans: Spans, start: int, stop: int) -> Spans:
@@ -438,11 +443,15 @@ def shifted(span: tuple, n: int) -> tuple:
 
 
 def shifted_all(spans: Spans, n: int) -> list:
-    """`spans` moved `n` characters on: flag-only spans (every render but an origin render) in
-    one comprehension, as before origins; spans with origins one by one."""
+    """`spans` moved `n` characters on, in one comprehension: flag-only spans (every render but
+    an origin render) or spans with origins (an origin render's); a mix one by one."""
+    if not spans:
+        return []
     try:
-        return [(a + n, b + n) for a, b in spans]
-    except ValueError:  # a span with an origin (three items) among them
+        if len(spans[0]) == 2:
+            return [(a + n, b + n) for a, b in spans]
+        return [(a + n, b + n, origin) for a, b, origin in spans]
+    except ValueError:  # spans of both kinds
         return [shifted(span, n) for span in spans]
 
 

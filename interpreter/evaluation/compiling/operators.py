@@ -10,7 +10,6 @@ from typing import Any
 from ..contexts import Context
 from ..expressions import COMPARE, binary, cheap_to_compare, join_printed
 from ...grammar import ast
-from ...values.markup import is_safe
 from ...values.marks import Input, Mixed, concat
 from ...metering import charge_compare
 from ...values.undefined import Undefined
@@ -95,7 +94,7 @@ def compile_sum(node: ast.Binary, output: Any = None) -> Code:
         for i, code in dynamic:
             value = code(ev, scope)
             kind = type(value)
-            if kind is str or kind is Input or kind is Mixed and not is_safe(value):
+            if kind is str or kind is Input or kind is Mixed:
                 texts[i] = value
                 size += len(value)
                 continue

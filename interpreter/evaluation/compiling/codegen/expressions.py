@@ -208,7 +208,7 @@ class ExpressionWriter(CallWriter):
                 continue
             value, kind = self.expr(operand, scope, local), self.temp()
             self.line(f"{kind} = type({value})")
-            self.line(f"if not ({kind} is str or {kind} is Input or {kind} is Mixed and not is_safe({value})):")
+            self.line(f"if not ({kind} is str or {kind} is Input or {kind} is Mixed):")
             added = rest.format(", ".join(before), value)
             self.line(f"    {added}" if output is not None else f"    {result} = {added}")
             self.line("else:")
