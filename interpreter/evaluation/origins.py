@@ -24,11 +24,15 @@ from __future__ import annotations
 
 import dataclasses
 from contextvars import ContextVar
+from itertools import repeat
+from operator import add as add_tuples
 from typing import Any, NamedTuple, Optional
 
 from ..grammar import ast, records
+from ..values.marks import Mixed
 from ..values.origins import TRACING, label
 from ..values.sources import UNKNOWN
+from ..values.undefined import MISSING
 from .compiling.core import CONSTANT_PIECES, SCOPE_NEUTRAL, compiles
 from .evaluator import Evaluator
 from .tracking import Marker
@@ -164,20 +168,28 @@ def enter_turn(out: list, turn: Optional[int]) -> None:
 @compiles(EnterItem)
 def _compile_enter_item(node: EnterItem) -> Any:
     name, seq_name = node.name, node.seq
+    turns = _TURNS
 
     def enter_item(ev: Any, scope: Any) -> None:
         recorder = _RECORDER.get()
         if recorder is None:
             return
-        item = scope.lookup(name)
+        item = scope.vars.get(name, MISSING)  # the loop variable: in the loop's own frame
+        if item is MISSING:
+            item = scope.lookup(name)
         if seq_name is not None:
             seq, index = scope.lookup(seq_name), item  # a number from input too (`range(n)`)
             item = seq[index] if type(seq) is list and isinstance(index, int) and index is not True \
                 and index is not False and -len(seq) <= index < len(seq) else None
         turn = recorder.messages.get(id(item))
-        if turn is not None and type(item) is dict and turn != recorder.turn:
+        if turn is not None and turn != recorder.turn and type(item) is dict:
             recorder.turn = turn
-            enter_turn(ev.out, turn)
+            out = ev.out  # enter_turn(), inlined: once an item of every loop over the messages
+            marker = turns[turn] if turn < len(turns) else turn_marker(turn)
+            if out and type(out[-1]) is TurnMarker:
+                out[-1] = marker
+            else:
+                out.append(marker)
     return enter_item
 
 
@@ -193,7 +205,11 @@ def _compile_generation_prompt(node: GenerationPrompt) -> Any:
         try:
             ev.run(body, scope)
         finally:
-            ev.out.append(PROMPT_END)
+            out = ev.out
+            if out and out[-1] is PROMPT_START:  # it wrote nothing (`loop.last and add_generation_prompt`
+                out.pop()                # tested at every turn): no markers to resolve
+            else:
+                out.append(PROMPT_END)
     return generation_prompt
 
 
@@ -321,15 +337,18 @@ def _resolve(pieces: list, by_line: bool) -> list:
     printed once (`{{ ns.out }}`) is split back into its turns. A statement that also writes
     inside a turn (before its text outside ends) keeps what it wrote outside as written.
 
-    Most output is written inside a turn with nothing held: such a segment goes straight to
-    `add`, and a run is one tuple compared (this pass is a good part of an origin render's
-    cost; hence closures over locals, not methods)."""
-    out: list = []
+    Most output is written inside a turn with nothing held: such a segment is merged in the
+    loop itself, and a run is one state tuple compared; the runs are made at the end, their
+    texts joined in one map (this pass is a good part of an origin render's cost; hence
+    closures over locals, not methods, and no call a run)."""
     made = OriginPart if by_line else Run
-    new = tuple.__new__
-    last: Any = None   # (source, turn, prompt, statement key) of the run being made ...
-    texts: list = []   # ... its texts so far, and the statement that wrote it
-    wrote: Optional[StatementMarker] = None
+    # each run as it is made: its state (whether input, source, turn, prompt, statement key: a
+    # part's key is its statement's line, a run's its statement's id), its texts, its statement
+    states: list = []
+    bodies: list = []
+    wrote: list = []
+    last: Any = None   # the state of the run being made ...
+    texts: list = []   # ... and its texts so far
     held: list = []    # the segments written outside any turn, held ...
     holder: Any = None  # ... while this statement writes them
     holder_key: Any = None
@@ -337,20 +356,15 @@ def _resolve(pieces: list, by_line: bool) -> list:
 
     def add(text: str, source: Any, turn: Optional[int], prompt: bool, key: Any,
             statement: Optional[StatementMarker]) -> None:
-        nonlocal last, texts, wrote
-        state = (source, turn, prompt, key)  # a run's key is its statement's id, a part's its line
+        nonlocal last, texts
+        state = (source is not None, source, turn, prompt, key)
         if state == last:
             texts.append(text)
             return
-        if last is not None:
-            close()
-        last, texts, wrote = state, [text], statement
-
-    def close() -> None:
-        source, turn, prompt, key = last
-        text = texts[0] if len(texts) == 1 else "".join(texts)
-        out.append(new(made, (text, source is not None, source, turn, prompt, key) if by_line
-                       else (text, source, turn, prompt, wrote)))
+        last, texts = state, [text]
+        states.append(state)
+        bodies.append(texts)
+        wrote.append(statement)
 
     def segment(text: str, source: Any, turn: Optional[int], prompt: bool, key: Any,
                 statement: Optional[StatementMarker]) -> None:
@@ -375,6 +389,11 @@ def _resolve(pieces: list, by_line: bool) -> list:
         follows it (the last one's after it) when `attribute`."""
         segments = held[:]
         held.clear()
+        if not attribute or not any(_message_of(source) is not None
+                                    for _, source in segments):  # template text, tools: as written
+            for text, source in segments:
+                add(text, source, None, False, holder_key, holder)
+            return
         owners = [_message_of(source) for _, source in segments]
         turns = [None] * len(segments)
         following = next((o for o in reversed(owners) if o is not None), None) if attribute else None
@@ -389,62 +408,84 @@ def _resolve(pieces: list, by_line: bool) -> list:
     prompt = 0
     statement: Optional[StatementMarker] = None
     key: Any = None if by_line else id(None)
+    # the types told apart, as locals (a piece costs a few steps: they count)
+    text_type, mixed, statement_marker, turn_marker_type, statement_text = \
+        str, Mixed, StatementMarker, TurnMarker, StatementText
     extend = False  # plain text written now joins the run being made (template text, and
     for piece in pieces:  # nothing has changed since): most pieces, one append each
         kind = type(piece)
-        if kind is str:
+        if kind is text_type:
             if extend:
                 texts.append(piece)
                 continue
             if not piece:
                 continue
             text, source = piece, None
-        elif kind is StatementText:  # a text statement's: its statement starts here
-            statement = piece.statement
-            key = statement.line if by_line else id(statement)
-            text, source = piece, None
-        elif kind is StatementMarker:
+        elif kind is mixed:  # input: a field with its origin, or text around input
+            text, spans = str.__str__(piece), piece.spans
+            if len(spans) == 1 and spans[0][0] == 0 and spans[0][1] == len(text):
+                source = label(spans[0]) or UNKNOWN
+            else:
+                extend = False
+                _segments(segment, text, spans, turn, prompt > 0, key, statement)
+                continue
+        elif kind is statement_marker:
             statement, extend = piece, False
             key = piece.line if by_line else id(piece)
             continue
-        elif kind is TurnMarker:
+        elif kind is turn_marker_type:
             turn, extend = piece.turn, False
             continue
+        elif kind is statement_text:  # a text statement's: its statement starts here
+            statement = piece.statement
+            key = statement.line if by_line else id(statement)
+            text, source = piece, None
         elif piece is PROMPT_START:
             prompt, extend = prompt + 1, False
             continue
         elif piece is PROMPT_END:
             prompt, extend = prompt - 1, False
             continue
-        elif piece and not isinstance(piece, Marker):
-            text = str.__str__(piece)
-            spans = getattr(piece, "spans", None)
-            if not spans:
-                source = None
-            elif len(spans) == 1 and spans[0][0] == 0 and spans[0][1] == len(text):  # a field
-                source = label(spans[0]) or UNKNOWN
-            else:
-                pos, at, extend = 0, prompt > 0, False
-                for span in spans:
-                    if span[0] > pos:
-                        segment(text[pos:span[0]], None, turn, at, key, statement)
-                    segment(text[span[0]:span[1]], label(span) or UNKNOWN, turn, at, key, statement)
-                    pos = span[1]
-                if pos < len(text):
-                    segment(text[pos:], None, turn, at, key, statement)
-                continue
+        elif piece and not isinstance(piece, Marker):  # another marked string (safe text)
+            extend = False
+            _segments(segment, str.__str__(piece), getattr(piece, "spans", ()), turn, prompt > 0,
+                      key, statement)
+            continue
         else:
             continue
         if (turn is None and not prompt) or held or kept is not None:
             segment(text, source, turn, prompt > 0, key, statement)
             extend = False
+            continue
+        state = (source is not None, source, turn, prompt > 0, key)  # add(), inlined
+        if state == last:
+            texts.append(text)
         else:
-            add(text, source, turn, prompt > 0, key, statement)
-            extend = source is None
+            last, texts = state, [text]
+            states.append(state)
+            bodies.append(texts)
+            wrote.append(statement)
+        extend = source is None
     release(True)
-    if last is not None:
-        close()
-    return out
+    new = tuple.__new__
+    joined = map("".join, bodies)
+    if by_line:  # (text,) + state, made in C: a part costs no Python step here
+        return list(map(new, repeat(made), map(add_tuples, zip(joined), states)))
+    return [new(made, (text, state[1], state[2], state[3], statement))
+            for text, state, statement in zip(joined, states, wrote)]
+
+
+def _segments(segment: Any, text: str, spans: tuple, turn: Optional[int], prompt: bool,
+              key: Any, statement: Optional[StatementMarker]) -> None:
+    """Hand `segment` each stretch of a marked string `text` with one origin under it."""
+    pos = 0
+    for span in spans:
+        if span[0] > pos:
+            segment(text[pos:span[0]], None, turn, prompt, key, statement)
+        segment(text[span[0]:span[1]], label(span) or UNKNOWN, turn, prompt, key, statement)
+        pos = span[1]
+    if pos < len(text):
+        segment(text[pos:], None, turn, prompt, key, statement)
 
 
 def _message_of(source: Any) -> Optional[int]:
