@@ -159,12 +159,12 @@ def plain(value: Any, depth: int = 0) -> Any:
     return _other(value, depth, plain, _plain_leaf)
 
 
-def _plain_already(value: Any) -> bool:
-    """Whether `plain` would give `value` back as it is: dicts with scalar keys, lists, and JSON
-    scalars all the way down, no deeper than MAX_DEPTH (a value inside itself is too deep), in
-    one walk without recursion; False sends it the rebuilding way."""
+def _plain_already(value: Any, depth: int = 0) -> bool:
+    """Whether `plain` would give `value` (at `depth`) back as it is: dicts with scalar keys,
+    lists, and JSON scalars all the way down, no deeper than MAX_DEPTH (a value inside itself is
+    too deep), in one walk without recursion; False sends it the rebuilding way."""
     scalars = _JSON_SCALARS
-    stack = [(value, 0)]
+    stack = [(value, depth)]
     while stack:
         item, depth = stack.pop()
         if depth >= MAX_DEPTH:
@@ -325,7 +325,10 @@ def template_messages(messages: list[dict], walk: Callable[[Any, int], Any],
     add = out.append
     by_dict = _marked_dict if walk is marked else _plain_dict if walk is plain else None
     for message in messages:
-        m = walk(message, 1) if by_dict is None else by_dict(message, 2)
+        if by_dict is _plain_dict and type(message) is dict and _plain_already(message, 1):
+            m = message  # tool calls, typed content: JSON as json.loads made it, one walk
+        else:
+            m = walk(message, 1) if by_dict is None else by_dict(message, 2)
         if walk is marked:
             role = message.get("role")
             if type(role) is str and role in trusted_roles:
