@@ -352,3 +352,15 @@ def test_plain_data_given_back_by_the_one_walk_is_what_transformers_gives(value)
     assert normalize.plain(value) == expected
     if isinstance(value, (dict, list)) and normalize._plain_already(value):
         assert normalize.plain(value) is value  # shared, as nothing in it changes
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.fixed_dictionaries({"role": st.text(max_size=4)},
+                                      optional={"content": _JSON_ISH, "tool_calls": _JSON_ISH}),
+                min_size=1, max_size=3))
+def test_a_message_of_plain_json_is_shared_after_one_walk_and_any_other_is_cleaned(conversation):
+    normalized = normalize.normalize_messages(conversation)
+    got = normalize.template_messages(normalized, normalize.plain, shortcut=False)
+    assert got == ctu._plain_template_data(normalized)  # transformers' cleaning, the oracle
+    for message, walked in zip(normalized, got):
+        assert (walked is message) == normalize._plain_already(message, 1)
