@@ -104,20 +104,6 @@ def _flat(message: Any, index: int, trusted_roles: frozenset) -> Optional[dict]:
     if type(message) is not dict:
         return None
     keys = _KEYS[index] if index < len(_KEYS) else _keys_at(index)
-    if len(message) == 2:  # the commonest message, {role, content}: built at once
-        role, content = message.get("role"), message.get("content")
-        marked_role, marked_content = keys.get("role"), keys.get("content")
-        if type(role) is str and type(content) is str and marked_role is not None \
-                and marked_content is not None:
-            if role and role not in trusted_roles:
-                role = Mixed(role)
-                role.spans = ((0, len(role), marked_role[1]),)
-            if content:
-                content = Mixed(content)
-                content.spans = ((0, len(content), marked_content[1]),)
-            if next(iter(message)) == "role":
-                return {marked_role[0]: role, marked_content[0]: content}
-            return {marked_content[0]: content, marked_role[0]: role}
     out = {}
     for key, value in message.items():
         if type(value) is not str:

@@ -168,7 +168,6 @@ def enter_turn(out: list, turn: Optional[int]) -> None:
 @compiles(EnterItem)
 def _compile_enter_item(node: EnterItem) -> Any:
     name, seq_name = node.name, node.seq
-    turns = _TURNS
 
     def enter_item(ev: Any, scope: Any) -> None:
         recorder = _RECORDER.get()
@@ -184,12 +183,7 @@ def _compile_enter_item(node: EnterItem) -> Any:
         turn = recorder.messages.get(id(item))
         if turn is not None and turn != recorder.turn and type(item) is dict:
             recorder.turn = turn
-            out = ev.out  # enter_turn(), inlined: once an item of every loop over the messages
-            marker = turns[turn] if turn < len(turns) else turn_marker(turn)
-            if out and type(out[-1]) is TurnMarker:
-                out[-1] = marker
-            else:
-                out.append(marker)
+            enter_turn(ev.out, turn)
     return enter_item
 
 
@@ -389,14 +383,9 @@ def _resolve(pieces: list, by_line: bool) -> list:
         follows it (the last one's after it) when `attribute`."""
         segments = held[:]
         held.clear()
-        if not attribute or not any(_message_of(source) is not None
-                                    for _, source in segments):  # template text, tools: as written
-            for text, source in segments:
-                add(text, source, None, False, holder_key, holder)
-            return
-        owners = [_message_of(source) for _, source in segments]
-        turns = [None] * len(segments)
-        following = next((o for o in reversed(owners) if o is not None), None) if attribute else None
+        owners = [_message_of(source) for _, source in segments] if attribute else ()
+        following = next((o for o in reversed(owners) if o is not None), None)
+        turns = [None] * len(segments)  # none of a message's data: template text, tools, as written
         if following is not None:
             for i in range(len(segments) - 1, -1, -1):
                 following = owners[i] if owners[i] is not None else following
@@ -457,14 +446,7 @@ def _resolve(pieces: list, by_line: bool) -> list:
             segment(text, source, turn, prompt > 0, key, statement)
             extend = False
             continue
-        state = (source is not None, source, turn, prompt > 0, key)  # add(), inlined
-        if state == last:
-            texts.append(text)
-        else:
-            last, texts = state, [text]
-            states.append(state)
-            bodies.append(texts)
-            wrote.append(statement)
+        add(text, source, turn, prompt > 0, key, statement)
         extend = source is None
     release(True)
     new = tuple.__new__
