@@ -83,6 +83,19 @@ def test_numbers_print_with_their_origin_and_computed_ones_with_their_sources():
                       ("2", Several((Source(None, "doc.xs[0]"), Source(None, "doc.xs[1]"))))]
 
 
+def test_a_counter_added_to_thousands_of_times_finds_its_origin_without_recursion():
+    # regression: each sum remembered its operands, and finding the origin of the last one
+    # recursed once per addition (RecursionError, reported as a limit) where render works
+    env = jinjamark.Environment()
+    data = mark_input({"n": 7, "k": 2}, origin="doc")
+    source = ("{% set ns = namespace(i=d.n) %}{% for x in range(5000) %}"
+              "{% set ns.i = ns.i + d.k - 1 %}{% endfor %}{{ ns.i }}")
+    parts = env.from_string(source).render_parts(d=data, origins=True)
+    assert [(p.text, p.origin) for p in parts] == [
+        ("5007", Several((Source(None, "doc.n"), Source(None, "doc.k"))))]
+    assert env.from_string(source).render(d=data) == "5007"
+
+
 def test_without_origins_spans_stay_flags_and_parts_stay_parts():
     s = marks.mark("hi") + "!"
     assert s.spans == ((0, 2),)

@@ -28,29 +28,39 @@ def label(span: tuple) -> Any:
 
 def number_origin(number: Any) -> Any:
     """The origin of a number from input. A number computed from input (`messages | length`)
-    keeps what it was computed from, and its origin is found only if it is printed."""
+    keeps what it was computed from (`computed_from`), and its origin is found only if it is
+    printed."""
     origin = getattr(number, "origin", None)
-    if type(origin) is _Pending:
-        from .sources import UNKNOWN, origins_in  # noqa: PLC0415 - an origin render loaded them
-        origin = origins_in(origin.sources) or UNKNOWN
-        number.origin = origin
+    if origin is None:
+        sources = getattr(number, "computed_from", None)
+        if sources is not None:
+            from .sources import UNKNOWN, origins_in  # noqa: PLC0415 - an origin render loaded them
+            origin = number.origin = origins_in(sources) or UNKNOWN
     return origin
-
-
-class _Pending:
-    """What a number from input was computed from, until its origin is asked for."""
-    __slots__ = ("sources",)
-
-    def __init__(self, sources: tuple) -> None:
-        self.sources = sources
 
 
 def computed_from(number: Any, sources: tuple) -> Any:
     """`number` (a number from input) remembering what it was computed from, when origins are
-    traced."""
+    traced: the operands themselves, one attribute set (arithmetic in a loop makes many such
+    numbers, and few are printed). An operand computed in turn gives its own operands instead,
+    so that a counter a loop adds to ten thousand times finds its origin without recursion."""
     if TRACING.get():
         try:
-            number.origin = _Pending(sources)
+            number.computed_from = _leaves(sources) if any(map(_computed, sources)) else sources
         except AttributeError:  # a bool, or a type without a dict
             pass
     return number
+
+
+def _computed(value: Any) -> bool:
+    return isinstance(value, (int, float)) and "computed_from" in getattr(value, "__dict__", ())
+
+
+def _leaves(sources: tuple) -> tuple:
+    """`sources` with each computed number replaced by what it was computed from (already
+    leaves), each value once."""
+    out: dict = {}
+    for source in sources:
+        for leaf in source.__dict__["computed_from"] if _computed(source) else (source,):
+            out.setdefault(id(leaf), leaf)
+    return tuple(out.values())

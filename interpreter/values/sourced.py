@@ -20,6 +20,9 @@ _KEPT = 1 << 15  # entries of each cache below; past it, made per render as befo
 _CHILDREN: dict[tuple[str, Any], str] = {}       # (path, key) -> the key's path under path
 _SOURCES: dict[tuple[Any, str], Source] = {}      # (message, path) -> Source(message, path)
 _KEYS: dict[tuple[Any, str, Any], Any] = {}      # (message, path, key) -> the key marked
+# (message, path, key) -> (the key's path, the Source of its value, the key marked): what a
+# dict item or list index needs, found in one look-up (a str or int key only: 1 == 1.0 == True)
+_FIELDS: dict[tuple[Any, str, Any], tuple[str, Source, Any]] = {}
 
 
 def traced(value: Any, message: Optional[int], path: str, _depth: int = 0) -> Any:
@@ -31,20 +34,23 @@ def traced(value: Any, message: Optional[int], path: str, _depth: int = 0) -> An
         if _depth > MAX_DEPTH:  # what marking refuses already; never reached by walked data
             return value
         out = {}
+        fields = _FIELDS.get
         for k, v in value.items():
-            at = child(path, k)
+            found = fields((message, path, k)) if type(k) is str else None
+            at, source, key = found if found is not None else _field(message, path, k)
             if type(v) is str and v:
-                source = source_of(message, at)
                 v = Mixed(v)
                 v.spans = ((0, len(v), source),)
             else:
                 v = traced(v, message, at, _depth + 1)
-            out[_key(k, message, at)] = v
+            out[key] = v
         return out
     if kind is list:
         if _depth > MAX_DEPTH:
             return value
-        return [traced(v, message, f"{path}[{i}]", _depth + 1) for i, v in enumerate(value)]
+        fields, d = _FIELDS.get, _depth + 1
+        return [traced(v, message, (fields((message, path, i)) or _field(message, path, i))[0], d)
+                for i, v in enumerate(value)]
     if isinstance(value, (str, int, float)) and value is not True and value is not False:
         return _leaf(value, source_of(message, path))
     if value is None or value is True or value is False or _depth > MAX_DEPTH:
@@ -61,6 +67,16 @@ def traced(value: Any, message: Optional[int], path: str, _depth: int = 0) -> An
         items = [traced(v, message, f"{path}[]", d) for v in value]
         return frozenset(items) if isinstance(value, frozenset) else set(items)
     return value
+
+
+def _field(message: Optional[int], path: str, key: Any) -> tuple[str, Source, Any]:
+    """What item `key` of the container at `path` needs: its path, its value's Source and the
+    key marked; kept for every render when the key is a str or an int (a list index)."""
+    at = child(path, key)
+    found = (at, source_of(message, at), _key(key, message, at))
+    if (type(key) is str or type(key) is int) and len(_FIELDS) < _KEPT:
+        _FIELDS[(message, path, key)] = found
+    return found
 
 
 def source_of(message: Optional[int], path: str) -> Source:

@@ -74,9 +74,9 @@ def _collect(value: Any, found: list, depth: int, seen: set) -> None:
     if spans is not None:
         found.extend(label(span) or UNKNOWN for span in spans)
         return
-    origin = getattr(value, "origin", None) if isinstance(value, (int, float)) else None
+    origin = number_origin(value) if isinstance(value, (int, float)) else None
     if origin is not None:
-        found.append(number_origin(value))
+        found.append(origin)
         return
     if depth > 200 or id(value) in seen:
         return
