@@ -159,8 +159,7 @@ def _compile_loop_turns(node: LoopTurns) -> Any:
 def enter_turn(out: list, turn: Optional[int]) -> None:
     """Write the marker of `turn`; one written just before it, with nothing between, is replaced
     (a loop over items that writes for few of them leaves one marker, not one an item)."""
-    # a message's marker, found at once once made (this runs once an item of a loop)
-    marker = _TURNS[turn] if turn is not None and turn < len(_TURNS) else turn_marker(turn)
+    marker = turn_marker(turn)
     if out and type(out[-1]) is TurnMarker:
         out[-1] = marker
     else:

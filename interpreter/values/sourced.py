@@ -21,7 +21,7 @@ _CHILDREN: dict[tuple[str, Any], str] = {}       # (path, key) -> the key's path
 _SOURCES: dict[tuple[Any, str], Source] = {}      # (message, path) -> Source(message, path)
 _KEYS: dict[tuple[Any, str, Any], Any] = {}      # (message, path, key) -> the key marked
 # (message, path, key) -> (the key's path, the Source of its value, the key marked): what a
-# dict item or list index needs, found in one look-up (a str or int key only: 1 == 1.0 == True)
+# dict item needs, found in one look-up (a str key only: 1 == 1.0 == True)
 _FIELDS: dict[tuple[Any, str, Any], tuple[str, Source, Any]] = {}
 
 
@@ -48,9 +48,7 @@ def traced(value: Any, message: Optional[int], path: str, _depth: int = 0) -> An
     if kind is list:
         if _depth > MAX_DEPTH:
             return value
-        fields, d = _FIELDS.get, _depth + 1
-        return [traced(v, message, (fields((message, path, i)) or _field(message, path, i))[0], d)
-                for i, v in enumerate(value)]
+        return [traced(v, message, f"{path}[{i}]", _depth + 1) for i, v in enumerate(value)]
     if isinstance(value, (str, int, float)) and value is not True and value is not False:
         return _leaf(value, source_of(message, path))
     if value is None or value is True or value is False or _depth > MAX_DEPTH:
@@ -70,11 +68,11 @@ def traced(value: Any, message: Optional[int], path: str, _depth: int = 0) -> An
 
 
 def _field(message: Optional[int], path: str, key: Any) -> tuple[str, Source, Any]:
-    """What item `key` of the container at `path` needs: its path, its value's Source and the
-    key marked; kept for every render when the key is a str or an int (a list index)."""
+    """What item `key` of the dict at `path` needs: its path, its value's Source and the key
+    marked; kept for every render when the key is a str."""
     at = child(path, key)
     found = (at, source_of(message, at), _key(key, message, at))
-    if (type(key) is str or type(key) is int) and len(_FIELDS) < _KEPT:
+    if type(key) is str and len(_FIELDS) < _KEPT:
         _FIELDS[(message, path, key)] = found
     return found
 
