@@ -186,3 +186,81 @@ def test_an_attack_ends_in_limit_exceeded_fast_and_small(name, reports):
     assert outcome == "LimitExceeded", f"{name} as generated code: {outcome}"
     assert elapsed < DEFAULT_BOUND, f"{name} as generated code: LimitExceeded after {elapsed:.2f} s"
     assert report["memory_mb"] < MEMORY_BOUND, f"{name}: {report['memory_mb']:.0f} MB"
+
+
+# ---------------------------------------------------------------------------- hostile input
+# The same structures given as input: a conversation, a keyword argument or tools whose data is
+# 2^40 paths through 40 containers. Every walk that cleans or marks input copies what it meets,
+# so each would take forever; they are refused with LimitExceeded once a million containers
+# are met (values/inputs.py, check_input). Each shape runs in a child process of its own.
+
+INPUT_CHILD = r"""
+import dataclasses, json, resource, sys, time
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, resource.RLIM_INFINITY))
+import jinjamark
+
+@dataclasses.dataclass
+class Pair:
+    left: object
+    right: object
+
+shape = sys.argv[1]
+value = {"list": [], "tuple": (), "dict": {}, "dataclass": 0}[shape]
+for _ in range(40):
+    value = {"list": lambda: [value, value], "tuple": lambda: (value, value),
+             "dict": lambda: {"a": value, "b": value}, "dataclass": lambda: Pair(value, value)}[shape]()
+chat = jinjamark.ChatTemplate("{% for m in messages %}{{ m.content|length }}{% endfor %}{{ x is defined }}"
+                              "{{ tools is defined }}")  # each walked only when read
+user = [{"role": "user", "content": "hi"}]
+tool = [{"type": "function", "function": {"name": "f", "parameters": value}}]
+calls = {
+    "render": lambda: chat.render([{"role": "user", "content": value}]),
+    "render_parts": lambda: chat.render_parts([{"role": "user", "content": value}]),
+    "origins": lambda: chat.render_parts([{"role": "user", "content": value}], origins=True),
+    "tool_calls": lambda: chat.render([{"role": "assistant", "tool_calls": [value]}]),
+    "kwarg": lambda: chat.render_parts(user, x=value),
+    "tools": lambda: chat.render_parts(user, tools=tool, origins=True),
+    "mark_input": lambda: jinjamark.mark_input({"x": value}),
+}
+report = {}
+for name, call in calls.items():
+    start = time.process_time()
+    try:
+        call()
+        outcome = "rendered"
+    except jinjamark.LimitExceeded:
+        outcome = "LimitExceeded"
+    except Exception as e:
+        outcome = type(e).__name__ + ": " + str(e)[:200]
+    report[name] = (outcome, time.process_time() - start)
+report["memory_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps(report))
+"""
+INPUT_SHAPES = ("list", "tuple", "dict", "dataclass")
+INPUT_CALLS = ("render", "render_parts", "origins", "tool_calls", "kwarg", "tools", "mark_input")
+
+
+@pytest.fixture(scope="module")
+def input_reports() -> dict[str, dict]:
+    def run(shape: str) -> dict:
+        try:
+            done = subprocess.run([sys.executable, "-c", INPUT_CHILD, shape], capture_output=True,
+                                  text=True, timeout=CHILD_TIMEOUT * 4)
+        except subprocess.TimeoutExpired:
+            return {"error": f"ran past {CHILD_TIMEOUT * 4} s"}
+        if done.returncode != 0:
+            return {"error": f"exit {done.returncode}: {done.stderr[-1500:]}"}
+        return json.loads(done.stdout.splitlines()[-1])
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip(INPUT_SHAPES, pool.map(run, INPUT_SHAPES)))
+
+
+@pytest.mark.parametrize("shape", INPUT_SHAPES)
+@pytest.mark.parametrize("call", INPUT_CALLS)
+def test_input_shared_into_two_to_the_forty_paths_is_refused_fast_and_small(shape, call, input_reports):
+    report = input_reports[shape]
+    assert "error" not in report, report.get("error")
+    outcome, elapsed = report[call]
+    assert outcome == "LimitExceeded", f"{call} of a {shape} of 2^40 paths: {outcome}"
+    assert elapsed < DEFAULT_BOUND, f"{call} of a {shape}: LimitExceeded after {elapsed:.2f} s"
+    assert report["memory_mb"] < MEMORY_BOUND, f"{shape}: {report['memory_mb']:.0f} MB"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import json
 import types
 
 import pytest
@@ -14,6 +15,7 @@ from transformers.utils import chat_template_utils as ctu
 import jinjamark
 from jinjamark.chat import normalize
 from jinjamark.marks import Marked
+from jinjamark.values.inputs import check_input
 
 INPUT_ALPHABET = "αβγ<|>_ \n"  # the Greek letters never occur in the templates below
 
@@ -350,7 +352,7 @@ _JSON_ISH = st.recursive(_JSON_LEAVES, lambda inner: st.one_of(
 def test_plain_data_given_back_by_the_one_walk_is_what_transformers_gives(value):
     expected = ctu._plain_template_data(value)  # transformers 5's own cleaning, the oracle
     assert normalize.plain(value) == expected
-    if isinstance(value, (dict, list)) and normalize._plain_already(value):
+    if isinstance(value, (dict, list)) and check_input(value):
         assert normalize.plain(value) is value  # shared, as nothing in it changes
 
 
@@ -363,4 +365,39 @@ def test_a_message_of_plain_json_is_shared_after_one_walk_and_any_other_is_clean
     got = normalize.template_messages(normalized, normalize.plain, shortcut=False)
     assert got == ctu._plain_template_data(normalized)  # transformers' cleaning, the oracle
     for message, walked in zip(normalized, got):
-        assert (walked is message) == normalize._plain_already(message, 1)
+        assert (walked is message) == check_input(message, 1)
+
+
+def _unshared(value):
+    """A copy of `value` in which no container is met twice (copy.deepcopy keeps the sharing)."""
+    if isinstance(value, dict):
+        return {k: _unshared(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_unshared(v) for v in value)
+    return value
+
+
+@settings(max_examples=100, deadline=None)
+@given(_JSON_ISH, st.integers(1, 4))
+def test_data_shared_between_messages_renders_as_its_unshared_copy(value, n):
+    # the walk that refuses 2^40 paths counts a shared container each time it meets it: data
+    # shared the way real callers share it (one schema in two places) renders as copies would
+    shared = [{"role": "user", "content": value, "extra": [value, {"again": value}]} for _ in range(n)]
+    copies = _unshared(shared)
+    chat = jinjamark.ChatTemplate("{{ messages|tojson }}{% for m in messages %}{{ m.content }}"
+                                  "{{ m.extra[1].again }}{% endfor %}{{ x }}")
+    assert chat.render(shared, x=[value, value]) == chat.render(copies, x=_unshared([value, value]))
+    for origins in (False, True):
+        got = chat.render_parts(shared, x=[value, value], origins=origins)
+        expected = chat.render_parts(copies, x=_unshared([value, value]), origins=origins)
+        assert got == expected
+
+
+def test_a_value_shared_into_thousands_of_paths_renders_under_the_bound():
+    value: list = ["leaf"]
+    for _ in range(14):  # 2^14 paths through 15 lists: under the bound of a million containers
+        value = [value, value]
+    chat = jinjamark.ChatTemplate("{{ messages[0].content|tojson|length }}")
+    expected = len(json.dumps(value))
+    assert chat.render([{"role": "user", "content": value}]) == str(expected)
+    assert "".join(p.text for p in chat.render_parts([{"role": "user", "content": value}], origins=True)) == str(expected)

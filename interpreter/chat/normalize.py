@@ -27,11 +27,10 @@ from itertools import chain
 from operator import is_
 from typing import Any, Callable, Optional
 
-from ..errors import LimitExceeded
+from ..values.inputs import MAX_INPUT_DEPTH as MAX_DEPTH, check_input, too_deep as _too_deep
 from ..values.marks import Input, Marked
 from ..values.numbers import InputFloat, InputInt, as_input
 
-MAX_DEPTH = 200  # as mark_input: deeper data (or data that contains itself) is refused
 REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
 EMPTY_CONVERSATION = "Cannot apply chat template to an empty conversation. Provide at least one message."
 BAD_TOOL = ("Tools should either be a JSON schema, or a callable function with type hints and a "
@@ -41,10 +40,6 @@ BAD_DOCUMENT = "Documents should be a list of dicts with 'title' and 'text' keys
 
 def _bad_message(message: Any) -> TypeError:
     return TypeError(f"Chat messages should be dicts, dataclasses or pydantic models, but got {message!r}.")
-
-
-def _too_deep() -> LimitExceeded:
-    return LimitExceeded(f"the input nests deeper than {MAX_DEPTH} levels (or contains itself)")
 
 
 # ---------------------------------------------------------------------------- conversations
@@ -140,48 +135,28 @@ def plain(value: Any, depth: int = 0) -> Any:
     """transformers' `_plain_template_data`: the value rebuilt out of plain JSON types.
 
     What is plain already is shared, not copied: a template cannot change its data (the sandbox
-    is immutable), so a copy would only cost time. Code that edits the result copies first."""
+    is immutable), so a copy would only cost time. Code that edits the result copies first.
+    The one walk that finds out (`check_input`) also refuses data no walk could finish."""
+    if type(value) in _JSON_SCALARS or check_input(value, depth):
+        return value  # tools, typed content, tool calls: JSON as json.loads made it
+    return _plain(value, depth)
+
+
+def _plain(value: Any, depth: int) -> Any:
     t = type(value)
     if t in _JSON_SCALARS:
         return value
     if depth >= MAX_DEPTH:
         raise _too_deep()
-    if depth == 0 and (t is dict or t is list) and _plain_already(value):
-        return value  # tools, typed content, tool calls: JSON as json.loads made it, one walk
     d = depth + 1
     if t is dict:
         return _plain_dict(value, d)
     if t is list:
         if _JSON_SCALARS.issuperset(map(type, value)):
             return value  # a list of strings (an enum, `required`): checked in C
-        out = [v if type(v) in _JSON_SCALARS else plain(v, d) for v in value]
+        out = [v if type(v) in _JSON_SCALARS else _plain(v, d) for v in value]
         return value if all(map(is_, out, value)) else out
-    return _other(value, depth, plain, _plain_leaf)
-
-
-def _plain_already(value: Any, depth: int = 0) -> bool:
-    """Whether `plain` would give `value` (at `depth`) back as it is: dicts with scalar keys,
-    lists, and JSON scalars all the way down, no deeper than MAX_DEPTH (a value inside itself is
-    too deep), in one walk without recursion; False sends it the rebuilding way."""
-    scalars = _JSON_SCALARS
-    stack = [(value, depth)]
-    while stack:
-        item, depth = stack.pop()
-        if depth >= MAX_DEPTH:
-            return False
-        kind = type(item)
-        if kind is dict:
-            if not scalars.issuperset(map(type, item)):
-                return False
-            children = item.values()
-        elif kind is list:
-            children = item
-        else:
-            return False
-        for child in children:
-            if type(child) not in scalars:
-                stack.append((child, depth + 1))
-    return True
+    return _other(value, depth, _plain, _plain_leaf)
 
 
 def _plain_dict(value: dict, d: int) -> dict:
@@ -193,8 +168,8 @@ def _plain_dict(value: dict, d: int) -> dict:
     items = value.items()
     out: Optional[dict] = None
     for k, v in items:
-        key = k if type(k) in scalars else plain(k, d)
-        item = v if type(v) in scalars else plain(v, d)
+        key = k if type(k) in scalars else _plain(k, d)
+        item = v if type(v) in scalars else _plain(v, d)
         if out is None:
             if key is k and item is v:
                 continue
@@ -231,6 +206,12 @@ def _mark_str(value: str) -> Any:
 
 def marked(value: Any, depth: int = 0) -> Any:
     """`plain(value)` with every string (keys too) and number marked as input."""
+    if type(value) is not str and value is not None:
+        check_input(value, depth)  # what no walk could finish is refused before this one starts
+    return _marked(value, depth)
+
+
+def _marked(value: Any, depth: int) -> Any:
     t = type(value)
     if t is str:
         return _mark_str(value)
@@ -242,14 +223,14 @@ def marked(value: Any, depth: int = 0) -> Any:
     if t is dict:
         return _marked_dict(value, d)
     if t is list:
-        return [_mark_str(v) if type(v) is str else marked(v, d) for v in value]
+        return [_mark_str(v) if type(v) is str else _marked(v, d) for v in value]
     if t is int:
         return InputInt(value)
     if t is float:
         return InputFloat(value)
     if t is Input or t is InputInt or t is InputFloat or isinstance(value, Marked):
         return value  # marked by the host already: its marks are kept
-    return _other(value, depth, marked, _mark_leaf)
+    return _other(value, depth, _marked, _mark_leaf)
 
 
 def _marked_dict(value: dict, d: int) -> dict:
@@ -258,14 +239,14 @@ def _marked_dict(value: dict, d: int) -> dict:
     out = {}
     short = _SHORT.get
     for k, v in value.items():
-        key = (short(k) or _mark_str(k)) if type(k) is str else marked(k, d)
+        key = (short(k) or _mark_str(k)) if type(k) is str else _marked(k, d)
         tv = type(v)
         if tv is str:
             out[key] = (short(v) or _mark_str(v)) if 0 < len(v) <= 16 else Input(v) if v else v
         elif v is None or tv is bool:
             out[key] = v
         else:
-            out[key] = marked(v, d)
+            out[key] = _marked(v, d)
     return out
 
 
@@ -325,10 +306,12 @@ def template_messages(messages: list[dict], walk: Callable[[Any, int], Any],
     add = out.append
     by_dict = _marked_dict if walk is marked else _plain_dict if walk is plain else None
     for message in messages:
-        if by_dict is _plain_dict and type(message) is dict and _plain_already(message, 1):
+        if by_dict is None:
+            m = walk(message, 1)
+        elif check_input(message, 1) and by_dict is _plain_dict:
             m = message  # tool calls, typed content: JSON as json.loads made it, one walk
         else:
-            m = walk(message, 1) if by_dict is None else by_dict(message, 2)
+            m = by_dict(message, 2)
         if walk is marked:
             role = message.get("role")
             if type(role) is str and role in trusted_roles:

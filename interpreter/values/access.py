@@ -15,9 +15,8 @@ from . import formatting, marks
 from .sandbox import REFUSED, host_attribute, is_host_object
 from .marks import Input, Marked, Mixed
 from .methods import DICT_METHODS, MUTATING_METHODS, STR_METHODS, lookup_method, is_unsafe_method
-from .inputs import mark_other
+from .inputs import MAX_INPUT_DEPTH, check_input, mark_other, too_deep as _too_deep
 from .numbers import InputRange, as_input
-from ..errors import LimitExceeded
 from .runtime import (BlockReference, Cycler, Function, Joiner, LoopContext, Macro, Method, Namespace,
                       TemplateModule, TemplateReference, unsafe_attribute)
 from .undefined import Undefined
@@ -166,9 +165,6 @@ def _item(obj: Any, key: Any) -> Any:
 
 # ---------------------------------------------------------------------------- input data
 
-MAX_INPUT_DEPTH = 200
-
-
 # Marked dict keys and short values ("role", "user", "type": "string" in a tool's schema) repeat
 # from dict to dict and render to render: each is made once and shared (an Input is immutable).
 _KEYS: dict[str, Any] = {}
@@ -179,10 +175,6 @@ def _input_key(key: str) -> Any:
     if len(_KEYS) < 10_000 and len(key) <= 64:  # bounded: keys can be input too
         _KEYS[key] = marked
     return marked
-
-
-def _too_deep() -> LimitExceeded:
-    return LimitExceeded(f"the input nests deeper than {MAX_INPUT_DEPTH} levels (or contains itself)")
 
 
 _key = _KEYS.get
@@ -207,10 +199,12 @@ def _mark_dict(data: dict, d: int) -> dict:
 def mark_input(data: Any, _depth: int = 0, *, origin: Any = None) -> Any:
     """JSON-like data with every string (keys too) and number marked as input; containers are
     copied, the caller's data is left as it was. Data nested deeper than MAX_INPUT_DEPTH (or
-    containing itself) is refused with LimitExceeded. Other shapes (subclasses, mappings, sets,
-    dict views, iterators, dataclasses, numbers of other types) are materialised as the plain
-    data they stand for, or refused with InputTypeError (bytes, arbitrary objects): see
-    `inputs.mark_other`. A lost mark would be an injection.
+    containing itself) is refused with LimitExceeded, and so is data holding more than
+    MAX_INPUT_ITEMS lists and dicts, a shared one counted each time (`inputs.check_input`).
+    Other shapes (subclasses, mappings, sets, dict views, iterators, dataclasses, numbers of
+    other types) are materialised as the plain data they stand for, or refused with
+    InputTypeError (bytes, arbitrary objects): see `inputs.mark_other`. A lost mark would be
+    an injection.
 
     `origin` (a name, or a `Source` of a message and a field) records where the data came from:
     a render with `origins=True` then says, for each input character, the path of its field
@@ -224,6 +218,8 @@ def mark_input(data: Any, _depth: int = 0, *, origin: Any = None) -> Any:
     # leaves (a non-empty str, None) are handled inline, and a list's dicts (messages, tool
     # calls, tools) are copied in the list's own loop: one call per list, not per message.
     t = type(data)
+    if _depth == 0 and (t is dict or t is list or t is tuple):
+        check_input(data)  # what no walk could finish is refused before this one starts
     if t is dict or t is list:
         if _depth >= MAX_INPUT_DEPTH:
             raise _too_deep()

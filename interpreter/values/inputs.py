@@ -23,11 +23,83 @@ from .numbers import InputFloat, InputInt
 from .undefined import Undefined
 
 # An iterator in the input (a generator of messages) is read into a list; one that never ends
-# must still end, and so does one that is merely huge.
+# must still end, and so does one that is merely huge. The same number bounds the containers a
+# walk over the input meets (check_input).
 MAX_INPUT_ITEMS = 1_000_000
+MAX_INPUT_DEPTH = 200
+_JSON = frozenset((str, int, float, bool, type(None)))  # the scalars json.loads makes
 
 Mark = Callable[[Any, int], Any]
 _VIEWS = {type({}.keys()): "keys", type({}.values()): "values", type({}.items()): "items"}
+
+
+def too_deep() -> LimitExceeded:
+    return LimitExceeded(f"the input nests deeper than {MAX_INPUT_DEPTH} levels (or contains itself)")
+
+
+def check_input(value: Any, depth: int = 0) -> bool:
+    """Whether `value` (at `depth`) is JSON as json.loads makes it: dicts with scalar keys, lists
+    and exact scalars, no deeper than MAX_INPUT_DEPTH. One walk without recursion, over all of
+    it, which refuses (LimitExceeded) what no walk could finish: data nested too deep (or inside
+    itself), or holding more than MAX_INPUT_ITEMS containers when a shared one is counted each
+    time it is met, as a copying walk meets it (forty lists `a = [a, a]` are 2**40 of them).
+    Tuples, mappings and dataclasses are walked too (the cleaning walks copy them); anything
+    else is a leaf."""
+    scalars = _JSON
+    stack = [(value, depth)]
+    push = stack.append
+    is_json = True
+    left = MAX_INPUT_ITEMS
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind is list:
+            children: Any = item
+        elif kind is dict:
+            children = item.values()
+            if not scalars.issuperset(map(type, item)):
+                is_json = False
+                children = [*item, *children]
+        else:
+            is_json = False
+            children = _children(item)
+            if children is None:
+                continue
+        if depth >= MAX_INPUT_DEPTH:
+            raise too_deep()
+        left -= 1
+        if not left:
+            raise LimitExceeded(f"the input holds more than {MAX_INPUT_ITEMS:,} lists, dicts and other "
+                                "containers (a shared one counted each time it is met, as a copy "
+                                "meets it)")
+        if not scalars.issuperset(map(type, children)):
+            depth += 1
+            for child in children:
+                if type(child) not in scalars:
+                    push((child, depth))
+    return is_json
+
+
+def _children(item: Any) -> Any:
+    """What a cleaning walk copies of a container that is not an exact list or dict; None for
+    a leaf (a string, a number, an iterator that reading would use up)."""
+    if isinstance(item, (str, int, float)):
+        return None
+    if isinstance(item, (list, tuple)):
+        return item
+    if isinstance(item, abc.Mapping):
+        return [*item.keys(), *item.values()]
+    names = _FIELD_NAMES.get(type(item))
+    if names is None:
+        if not dataclasses.is_dataclass(item) or isinstance(item, type):
+            return None
+        names = tuple(f.name for f in dataclasses.fields(item))
+        if len(_FIELD_NAMES) < 1000:
+            _FIELD_NAMES[type(item)] = names
+    return [getattr(item, name) for name in names]
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # a dataclass's fields, found once per class
 
 
 def mark_other(data: Any, depth: int, mark: Mark) -> Any:
@@ -54,7 +126,7 @@ def _mark_container(data: Any, depth: int, mark: Mark) -> Any:
     if isinstance(data, abc.Mapping):  # dict subclasses, UserDict, ChainMap, MappingProxyType
         return mark(dict(data.items()), depth)
     if isinstance(data, (set, frozenset, abc.Set)):
-        items = mark(_bounded(data), depth)
+        items = mark(_bounded(data, depth), depth)
         return frozenset(items) if isinstance(data, frozenset) else set(items)
     if isinstance(data, tuple):  # a named tuple: a plain tuple of its items
         return mark(tuple(data), depth)
@@ -64,7 +136,7 @@ def _mark_container(data: Any, depth: int, mark: Mark) -> Any:
     if callable(dump):  # a pydantic model (a message object): the dict it stands for
         return mark(data.model_dump(), depth)
     if isinstance(data, abc.Iterable):  # list subclasses, deque, UserList, generators, map, range
-        return mark(_bounded(data), depth)
+        return mark(_bounded(data, depth), depth)
     if callable(data):
         return InputFunction(data)
     raise InputTypeError(
@@ -73,11 +145,13 @@ def _mark_container(data: Any, depth: int, mark: Mark) -> Any:
         "as its dict)")
 
 
-def _bounded(items: Any) -> list:
-    """The items of an iterable as a list, refused past MAX_INPUT_ITEMS."""
+def _bounded(items: Any, depth: int) -> list:
+    """The items of an iterable as a list, refused past MAX_INPUT_ITEMS, and checked as the
+    data it holds was (check_input: the walk over the data took it for a leaf)."""
     taken = list(islice(items, MAX_INPUT_ITEMS + 1))
     if len(taken) > MAX_INPUT_ITEMS:
         raise LimitExceeded(f"an iterable in the input has more than {MAX_INPUT_ITEMS} items")
+    check_input(taken, depth)
     return taken
 
 
