@@ -356,6 +356,24 @@ def test_plain_data_given_back_by_the_one_walk_is_what_transformers_gives(value)
         assert normalize.plain(value) is value  # shared, as nothing in it changes
 
 
+def _is_json(value) -> bool:
+    """The definition check_input walks for, written as recursion."""
+    if type(value) in (str, int, float, bool, type(None)):
+        return True
+    if type(value) is list:
+        return all(map(_is_json, value))
+    if type(value) is dict:
+        return all(type(k) in (str, int, float, bool, type(None)) for k in value) and all(map(_is_json, value.values()))
+    return False
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON_ISH)
+def test_check_input_tells_json_as_json_loads_makes_it(value):
+    assert check_input(value) == _is_json(value)
+    assert check_input([value, {"k": value}], 1) == _is_json(value)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.fixed_dictionaries({"role": st.text(max_size=4)},
                                       optional={"content": _JSON_ISH, "tool_calls": _JSON_ISH}),

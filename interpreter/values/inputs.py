@@ -46,37 +46,47 @@ def check_input(value: Any, depth: int = 0) -> bool:
     Tuples, mappings and dataclasses are walked too (the cleaning walks copy them); anything
     else is a leaf."""
     scalars = _JSON
-    stack = [(value, depth)]
-    push = stack.append
+    if type(value) in scalars:
+        return True
+    level = [value]  # level by level: no depth to keep per item
     is_json = True
-    left = MAX_INPUT_ITEMS
-    while stack:
-        item, depth = stack.pop()
-        kind = type(item)
-        if kind is list:
-            children: Any = item
-        elif kind is dict:
-            children = item.values()
-            if not scalars.issuperset(map(type, item)):
-                is_json = False
-                children = [*item, *children]
-        else:
-            is_json = False
-            children = _children(item)
-            if children is None:
-                continue
-        if depth >= MAX_INPUT_DEPTH:
-            raise too_deep()
-        left -= 1
-        if not left:
+    met = 0
+    while level:
+        met += len(level)
+        if met > MAX_INPUT_ITEMS:
             raise LimitExceeded(f"the input holds more than {MAX_INPUT_ITEMS:,} lists, dicts and other "
                                 "containers (a shared one counted each time it is met, as a copy "
                                 "meets it)")
-        if not scalars.issuperset(map(type, children)):
-            depth += 1
+        deep = depth >= MAX_INPUT_DEPTH
+        below: list = []
+        push = below.append
+        for item in level:
+            kind = type(item)
+            if kind is dict:
+                if deep:
+                    raise too_deep()
+                for key, child in item.items():  # one loop: cheaper than a C scan per dict
+                    if type(key) is not str and type(key) not in scalars:
+                        is_json = False
+                        push(key)
+                    if type(child) not in scalars:
+                        push(child)
+                continue
+            if kind is list:
+                children: Any = item
+            else:
+                is_json = False
+                children = _children(item)
+                if children is None:
+                    met -= 1  # a leaf (a str subclass, an object), not a container
+                    continue
+            if deep:
+                raise too_deep()
             for child in children:
                 if type(child) not in scalars:
-                    push((child, depth))
+                    push(child)
+        level = below
+        depth += 1
     return is_json
 
 
