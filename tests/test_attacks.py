@@ -219,6 +219,9 @@ calls = {
     "origins": lambda: chat.render_parts([{"role": "user", "content": value}], origins=True),
     "tool_calls": lambda: chat.render([{"role": "assistant", "tool_calls": [value]}]),
     "kwarg": lambda: chat.render_parts(user, x=value),
+    # a large message first spends what marking does on trust: the next is checked all the same
+    "after_large": lambda: chat.render_parts([{"role": "user", "content": [{"type": "text", "text": "a"}] * 20000},
+                                              {"role": "user", "content": value}]),
     "tools": lambda: chat.render_parts(user, tools=tool, origins=True),
     "mark_input": lambda: jinjamark.mark_input({"x": value}),
 }
@@ -237,7 +240,7 @@ report["memory_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(report))
 """
 INPUT_SHAPES = ("list", "tuple", "dict", "dataclass")
-INPUT_CALLS = ("render", "render_parts", "origins", "tool_calls", "kwarg", "tools", "mark_input")
+INPUT_CALLS = ("render", "render_parts", "origins", "tool_calls", "kwarg", "after_large", "tools", "mark_input")
 
 
 @pytest.fixture(scope="module")

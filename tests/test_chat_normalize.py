@@ -419,3 +419,16 @@ def test_a_value_shared_into_thousands_of_paths_renders_under_the_bound():
     expected = len(json.dumps(value))
     assert chat.render([{"role": "user", "content": value}]) == str(expected)
     assert "".join(p.text for p in chat.render_parts([{"role": "user", "content": value}], origins=True)) == str(expected)
+
+
+def test_a_message_past_what_marking_takes_on_trust_is_checked_then_marked_whole():
+    # 20,000 dicts: past the containers marking takes on trust (normalize._TRUSTED), so
+    # check_input looks first; the parts are still every text, marked
+    content = [{"type": "text", "text": f"t{i}"} for i in range(20000)]
+    chat = jinjamark.ChatTemplate("{% for m in messages %}{% for c in m.content %}{{ c.text }}"
+                                  "{% endfor %}|{% endfor %}")
+    messages = [{"role": "user", "content": content}, {"role": "user", "content": content[:3]}]
+    parts = chat.render_parts(messages)
+    assert "".join(p.text for p in parts) == chat.render(messages)
+    assert all(p.is_input for p in parts if p.text != "|")
+    assert normalize._TRUSTED < len(content)

@@ -206,12 +206,35 @@ def _mark_str(value: str) -> Any:
 
 def marked(value: Any, depth: int = 0) -> Any:
     """`plain(value)` with every string (keys too) and number marked as input."""
-    if type(value) is not str and value is not None:
-        check_input(value, depth)  # what no walk could finish is refused before this one starts
-    return _marked(value, depth)
+    try:
+        return _marked(value, depth, [_TRUSTED])
+    except _Large:
+        check_input(value, depth)  # refuses what no walk could finish
+        return _marked(value, depth, [_UNBOUNDED])
 
 
-def _marked(value: Any, depth: int) -> Any:
+def _marked_message(message: dict, left: list) -> dict:
+    """`marked` of a message, `left` shared by the messages of a conversation."""
+    try:
+        return _marked_dict(message, 2, left)
+    except _Large:
+        check_input(message, 1)
+        return _marked_dict(message, 2, [_UNBOUNDED])
+
+
+# Marking copies what it meets, so data shared into 2**40 paths (`a = [a, a]` forty times) would
+# be copied forever. It is marked on trust up to _TRUSTED containers (`left` counts them down, a
+# shared one each time it is met): past that, the walk stops and check_input, which walks fast
+# and copies nothing, looks at the whole value first; what it lets through is marked unbounded.
+_TRUSTED = 10_000
+_UNBOUNDED = 1 << 62
+
+
+class _Large(Exception):
+    """Marking met more than _TRUSTED containers."""
+
+
+def _marked(value: Any, depth: int, left: list) -> Any:
     t = type(value)
     if t is str:
         return _mark_str(value)
@@ -221,32 +244,41 @@ def _marked(value: Any, depth: int) -> Any:
         raise _too_deep()
     d = depth + 1
     if t is dict:
-        return _marked_dict(value, d)
+        return _marked_dict(value, d, left)
     if t is list:
-        return [_mark_str(v) if type(v) is str else _marked(v, d) for v in value]
+        left[0] -= 1
+        if left[0] < 0:
+            raise _Large
+        return [_mark_str(v) if type(v) is str else _marked(v, d, left) for v in value]
     if t is int:
         return InputInt(value)
     if t is float:
         return InputFloat(value)
     if t is Input or t is InputInt or t is InputFloat or isinstance(value, Marked):
         return value  # marked by the host already: its marks are kept
-    return _other(value, depth, _marked, _mark_leaf)
+    left[0] -= 1
+    if left[0] < 0:
+        raise _Large
+    return _other(value, depth, lambda item, at: _marked(item, at, left), _mark_leaf)
 
 
-def _marked_dict(value: dict, d: int) -> dict:
+def _marked_dict(value: dict, d: int, left: list) -> dict:
     """`marked` of a dict whose items are at depth `d`: the common leaves inline (this loop runs
     for every message, tool call and schema of every render_parts)."""
+    left[0] -= 1
+    if left[0] < 0:
+        raise _Large
     out = {}
     short = _SHORT.get
     for k, v in value.items():
-        key = (short(k) or _mark_str(k)) if type(k) is str else _marked(k, d)
+        key = (short(k) or _mark_str(k)) if type(k) is str else _marked(k, d, left)
         tv = type(v)
         if tv is str:
             out[key] = (short(v) or _mark_str(v)) if 0 < len(v) <= 16 else Input(v) if v else v
         elif v is None or tv is bool:
             out[key] = v
         else:
-            out[key] = _marked(v, d)
+            out[key] = _marked(v, d, left)
     return out
 
 
@@ -304,14 +336,16 @@ def template_messages(messages: list[dict], walk: Callable[[Any, int], Any],
         if out:
             messages = messages[len(out):]
     add = out.append
-    by_dict = _marked_dict if walk is marked else _plain_dict if walk is plain else None
+    left = [_TRUSTED]  # the containers marked on trust, for the whole conversation
     for message in messages:
-        if by_dict is None:
+        if walk is marked:
+            m = _marked_message(message, left)
+        elif walk is not plain:
             m = walk(message, 1)
-        elif check_input(message, 1) and by_dict is _plain_dict:
+        elif check_input(message, 1):
             m = message  # tool calls, typed content: JSON as json.loads made it, one walk
         else:
-            m = by_dict(message, 2)
+            m = _plain_dict(message, 2)
         if walk is marked:
             role = message.get("role")
             if type(role) is str and role in trusted_roles:

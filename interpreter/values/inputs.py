@@ -37,6 +37,11 @@ def too_deep() -> LimitExceeded:
     return LimitExceeded(f"the input nests deeper than {MAX_INPUT_DEPTH} levels (or contains itself)")
 
 
+def too_many() -> LimitExceeded:
+    return LimitExceeded(f"the input holds more than {MAX_INPUT_ITEMS:,} lists, dicts and other "
+                         "containers (a shared one counted each time it is met, as a copy meets it)")
+
+
 def check_input(value: Any, depth: int = 0) -> bool:
     """Whether `value` (at `depth`) is JSON as json.loads makes it: dicts with scalar keys, lists
     and exact scalars, no deeper than MAX_INPUT_DEPTH. One walk without recursion, over all of
@@ -54,9 +59,7 @@ def check_input(value: Any, depth: int = 0) -> bool:
     while level:
         met += len(level)
         if met > MAX_INPUT_ITEMS:
-            raise LimitExceeded(f"the input holds more than {MAX_INPUT_ITEMS:,} lists, dicts and other "
-                                "containers (a shared one counted each time it is met, as a copy "
-                                "meets it)")
+            raise too_many()
         deep = depth >= MAX_INPUT_DEPTH
         below: list = []
         push = below.append
