@@ -204,22 +204,14 @@ def _mark_str(value: str) -> Any:
     return found
 
 
-def marked(value: Any, depth: int = 0) -> Any:
-    """`plain(value)` with every string (keys too) and number marked as input."""
+def marked(value: Any, depth: int = 0, left: Optional[list] = None) -> Any:
+    """`plain(value)` with every string (keys too) and number marked as input. `left`: the
+    containers still marked on trust (below), shared by the messages of a conversation."""
     try:
-        return _marked(value, depth, [_TRUSTED])
+        return _marked(value, depth, [_TRUSTED] if left is None else left)
     except _Large:
         check_input(value, depth)  # refuses what no walk could finish
         return _marked(value, depth, [_UNBOUNDED])
-
-
-def _marked_message(message: dict, left: list) -> dict:
-    """`marked` of a message, `left` shared by the messages of a conversation."""
-    try:
-        return _marked_dict(message, 2, left)
-    except _Large:
-        check_input(message, 1)
-        return _marked_dict(message, 2, [_UNBOUNDED])
 
 
 # Marking copies what it meets, so data shared into 2**40 paths (`a = [a, a]` forty times) would
@@ -242,32 +234,27 @@ def _marked(value: Any, depth: int, left: list) -> Any:
         return value
     if depth >= MAX_DEPTH:
         raise _too_deep()
+    if t is not dict and t is not list:
+        if t is int:
+            return InputInt(value)
+        if t is float:
+            return InputFloat(value)
+        if t is Input or t is InputInt or t is InputFloat or isinstance(value, Marked):
+            return value  # marked by the host already: its marks are kept
+    left[0] -= 1  # a container (or an object made one): met once more
+    if left[0] < 0:
+        raise _Large
     d = depth + 1
     if t is dict:
         return _marked_dict(value, d, left)
     if t is list:
-        left[0] -= 1
-        if left[0] < 0:
-            raise _Large
         return [_mark_str(v) if type(v) is str else _marked(v, d, left) for v in value]
-    if t is int:
-        return InputInt(value)
-    if t is float:
-        return InputFloat(value)
-    if t is Input or t is InputInt or t is InputFloat or isinstance(value, Marked):
-        return value  # marked by the host already: its marks are kept
-    left[0] -= 1
-    if left[0] < 0:
-        raise _Large
     return _other(value, depth, lambda item, at: _marked(item, at, left), _mark_leaf)
 
 
 def _marked_dict(value: dict, d: int, left: list) -> dict:
     """`marked` of a dict whose items are at depth `d`: the common leaves inline (this loop runs
     for every message, tool call and schema of every render_parts)."""
-    left[0] -= 1
-    if left[0] < 0:
-        raise _Large
     out = {}
     short = _SHORT.get
     for k, v in value.items():
@@ -339,7 +326,7 @@ def template_messages(messages: list[dict], walk: Callable[[Any, int], Any],
     left = [_TRUSTED]  # the containers marked on trust, for the whole conversation
     for message in messages:
         if walk is marked:
-            m = _marked_message(message, left)
+            m = marked(message, 1, left)
         elif walk is not plain:
             m = walk(message, 1)
         elif check_input(message, 1):
