@@ -177,6 +177,15 @@ def passed_first(func: Any, ev: Any, scope: Scope) -> Any:
     return NOTHING
 
 
+def quiet_context(env: Any) -> RenderContext:
+    """The eval context of a render that does not autoescape, for the builtin filters that ask
+    for one (they only read it): one per environment, not one per call."""
+    ctx = env.__dict__.get("_quiet_eval_context")
+    if ctx is None:
+        ctx = env.__dict__["_quiet_eval_context"] = RenderContext(env, False)
+    return ctx
+
+
 def context_if_wanted(fn: Any, ev: Any, scope: Scope) -> Optional[Context]:
     """The render's context for a filter or test marked `pass_context`, else None."""
     passed = pass_arg_of(fn)

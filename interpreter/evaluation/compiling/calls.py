@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ...builtins.filters import FILTERS
 from ...builtins.tests import TESTS, test_defined, test_undefined
-from ..contexts import NOTHING, call_passing, context_if_wanted
+from ..contexts import NOTHING, call_passing, context_if_wanted, quiet_context
 from ...environment_tools import pass_arg_of
 from ..expressions import OWN_CALLABLES, call_value
 from ...grammar import ast
@@ -104,9 +105,20 @@ def compile_filter(node: ast.Filter) -> Code:
 
 def filter_value(ev: Any, scope: Any, name: str, value: Any, args: list, kwargs: dict) -> Any:
     """`value | name(...)` through the environment (both tiers, past a builtin's direct call):
-    what the filter asks to be passed first, the fail-safe rule for marks, host metering."""
+    what the filter asks to be passed first, the fail-safe rule for marks, host metering. A
+    builtin that takes the environment or the eval context first (`replace`, `join`, `string`,
+    `selectattr`) is called with it at once: it keeps marks and meters itself, so the general
+    call would only pass the same first argument and return its result as it is."""
     env = ev.env
-    context = context_if_wanted(env.filters.get(name), ev, scope)
+    fn = env.filters.get(name)
+    try:
+        passed = _PASSING_BUILTINS.get(fn)
+    except TypeError:  # an unhashable callable object: the host's own
+        passed = None
+    if passed is not None:
+        first = env if passed == "environment" else ev.eval_ctx or quiet_context(env)
+        return fn(first, value, *args, **kwargs)
+    context = context_if_wanted(fn, ev, scope)
     return env.call_filter(name, value, args, kwargs, context, ev.eval_ctx)
 
 
@@ -197,6 +209,8 @@ def plain_function(fn: Any, known: Optional[dict] = None) -> bool:
 
 
 _PLAIN_FILTERS: dict = {}
+_PASSING_BUILTINS = {fn: pass_arg_of(fn) for fn in FILTERS.values()
+                     if pass_arg_of(fn) in ("environment", "eval_context") and keeps_marks_declared(fn)}
 _PLAIN_TESTS: dict = {}
 _BUILTIN_TESTS = frozenset(TESTS.values())
 
