@@ -161,3 +161,48 @@ def test_a_limit_a_generated_light_call_reaches_fails_at_the_call(generated):
     with pytest.raises(jinjamark.LimitExceeded) as caught:
         env.from_string(source).render()
     assert (caught.value.lineno, caught.value.column) == (2, 4)
+
+
+# A `set` makes its name a Python local of the generated code for the statements after it, until
+# a statement that may rebind it (a branch that sets it, a block set, an unpacking, a macro).
+READ_BACK = [
+    "{% set t = '<a>' %}{{ t + 'x' }}{{ t }}",  # a regression: the sum's literal was added to t's
+    "{% set t = '<a>' %}{{ 'x' + t + 'y' + t }}{{ t ~ t }}",
+    "{% set x = 1 %}{% if true %}{% set x = 2 %}{% endif %}{{ x }}",
+    "{% set x = 1 %}{% if false %}{% set x = 2 %}{% else %}{{ x }}{% set x = 3 %}{{ x }}{% endif %}{{ x }}",
+    "{% set x = 1 %}{% if false %}{% elif true %}{% set x = 2 %}{% else %}{% endif %}{{ x }}",
+    "{% for m in [1, 2] %}{{ c }}{% set c = m %}{{ c }}{% endfor %}{{ c }}",
+    "{% set x = 'a' %}{% for i in [1] %}{{ x }}{% set x = 'b' %}{{ x }}{% endfor %}{{ x }}",
+    "{% set x = 'a' %}{% set x %}b{% endset %}{{ x }}",
+    "{% set x = 'a' %}{% set x, y = 'b', 'c' %}{{ x }}{{ y }}",
+    "{% set x = 'a' %}{% macro x() %}m{% endmacro %}{{ x() }}",
+    "{% set loop = 'l' %}{% for i in [1] %}{{ loop.index }}{% endfor %}{{ loop }}",
+    "{% set ns = namespace(v='a') %}{% set v = ns.v %}{% set ns.v = 'b' %}{{ v }}{{ ns.v }}",
+]
+
+
+@pytest.mark.parametrize("source", READ_BACK)
+def test_a_name_set_is_read_back_as_jinja2_reads_it(generated, source):
+    got = jinjamark.chat_environment().from_string(source).render()
+    assert got == oracle.compiled(source).render()
+
+
+# An if/elif branch of statements without bodies of their own is charged with the `if` (its
+# costliest branch, once per loop iteration): both tiers charge the same, and run out together.
+PREPAID = ("{% for m in messages %}{% if m.role == 'user' %}U{{ m.content }}{% elif m.role == "
+           "'assistant' %}A{% else %}{% if m.content %}S{% endif %}{% endif %}{% endfor %}")
+
+
+@pytest.mark.parametrize("fuel", [20_000, 40_000, 100_000])  # fuel is taken in batches of 4,096
+def test_prepaid_branches_cost_the_same_in_both_tiers(monkeypatch, fuel):
+    messages = [{"role": ("user", "assistant", "system")[i % 3], "content": "c"} for i in range(3000)]
+    outcomes = []
+    for hot in (10 ** 9, 1):
+        monkeypatch.setattr(tiers, "HOT", hot)
+        env = jinjamark.chat_environment(limits=jinjamark.Limits(max_fuel=fuel))
+        try:
+            outcomes.append(env.from_string(PREPAID).render(messages=messages))
+        except jinjamark.LimitExceeded as exceeded:
+            outcomes.append((exceeded.lineno, exceeded.column, str(exceeded)))
+    assert outcomes[0] == outcomes[1]
+    assert any(isinstance(outcome, tuple) for outcome in outcomes) == (fuel < 100_000)

@@ -143,7 +143,7 @@ def _nothing(ev: Any, scope: Any) -> None:
 def size(statement: Any) -> int:
     """The steps a statement costs each time it runs: its node and its expressions', each by
     what it costs to run (`WEIGHTS`), not the bodies nested in it (each charges for itself when
-    it runs)."""
+    it runs), except an `if`'s prepaid branches: the costliest is charged with the `if`."""
     count = 0
     stack = [statement]
     while stack:
@@ -152,7 +152,19 @@ def size(statement: Any) -> int:
         for child in ast.children(node):
             if not isinstance(child, ast.Stmt):
                 stack.append(child)
+    if type(statement) is ast.If:
+        bodies = [body for _, body in statement.branches] + [statement.otherwise]
+        count += max(sum(map(size, body)) if prepaid(body) else 0 for body in bodies)
     return count
+
+
+def prepaid(body: tuple) -> bool:
+    """Whether a branch of an `if` is charged with the `if` rather than when it is taken: a body
+    of statements without bodies of their own (text, `{{ }}`, `set`) costs the same each time
+    it runs, so the `if` charges the costliest such branch, with the body around it (once per
+    loop iteration, in a loop), and the branch taken charges nothing more."""
+    return not any(isinstance(child, ast.Stmt) for statement in body
+                   for child in ast.children(statement))
 
 
 # Steps by node class, in about 80 ns of this engine's time each, so that the fuel limit bounds

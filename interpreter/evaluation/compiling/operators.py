@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..contexts import Context
-from ..expressions import COMPARE, binary, cheap_to_compare, join_printed
+from ..expressions import COMPARE, SMALL_COPY, binary, cheap_to_compare, join_printed
 from ...grammar import ast
 from ...values.marks import Input, Mixed, concat
 from ...metering import charge_compare
@@ -102,7 +102,8 @@ def compile_sum(node: ast.Binary, output: Any = None) -> Code:
             return _finish(ev, output, _add_rest(ev, sum_, scope, texts[:i], value))
         try:
             if output is None:
-                ev.budget.limits.check_size(size)
+                if size > SMALL_COPY:  # as binary's `+`: a short join needs no check
+                    ev.budget.limits.check_size(size)
                 return concat(texts)
             budget = ev.budget
             budget.output -= size

@@ -17,7 +17,7 @@ from ...values.runtime import LoopContext
 from ..scope import Scope
 from ..printer import print_output, print_text, write
 from .access import path_code, read_path
-from .core import Code, compile_body, compile_node, compile_statements, compiles, scope_neutral
+from .core import Code, compile_body, compile_node, compile_statements, compiles, prepaid, scope_neutral
 from .operators import compile_sum
 from ..loops import LoopSignal, assign, filtered, loop_iterator, recursion
 
@@ -90,14 +90,17 @@ def compile_if(node: ast.If) -> Code:
 
 
 def _run_branch(ev: Any, scope: Any, bodies: tuple, compiled: list, i: int) -> None:
-    """Run the `i`-th body of an if/elif/else, compiled when first taken; its fuel first."""
+    """Run the `i`-th body of an if/elif/else, compiled when first taken; its fuel first
+    (none for a prepaid body: the `if`'s size holds it)."""
     entry = compiled[i]
     if entry is None:
-        entry = compiled[i] = compile_statements(bodies[i])
+        codes, cost = compile_statements(bodies[i])
+        entry = compiled[i] = codes, 0 if prepaid(bodies[i]) else cost  # charged with the `if`
     codes, cost = entry
-    ev.steps -= cost
-    if ev.steps <= 0:
-        ev.steps = ev.budget.refuel(ev.steps)
+    if cost:
+        ev.steps -= cost
+        if ev.steps <= 0:
+            ev.steps = ev.budget.refuel(ev.steps)
     for code in codes:
         code(ev, scope)
 

@@ -197,14 +197,16 @@ class ExpressionWriter(CallWriter):
         rest = f"add_rest(ev, {self.constant(output)}, {terms}, {scope}, [{{}}], {{}})"
         operands, pieces, values, before, size = addends(expr)[0], [], [], [], 0
         kinds = []  # the types of the dynamic addends: all str, the join needs no marks
+        literals = set()  # the constants of this sum's literal pieces (others may be shared)
         for operand in operands:
             if type(operand) is ast.Const and type(operand.value) is str:
                 size += len(operand.value)
                 before.append(self.constant(operand.value))
-                if pieces and pieces[-1] in self.constants and type(self.constants[pieces[-1]]) is str:
+                if pieces and pieces[-1] in literals:
                     self.constants[pieces[-1]] += operand.value  # adjacent literals, one piece
                 else:
                     pieces.append(self.constant(operand.value))
+                    literals.add(pieces[-1])
                 continue
             value, kind = self.expr(operand, scope, local), self.temp()
             self.line(f"{kind} = type({value})")
@@ -224,7 +226,9 @@ class ExpressionWriter(CallWriter):
             self.line("    if budget.output < 0: budget.wrote(0)")
             self.line(f"    out.extend(({', '.join(pieces)},))")
         else:
-            self.line(f"    budget.limits.check_size({size}{lengths})")
+            total = self.temp()
+            self.line(f"    {total} = {size}{lengths}")
+            self.line(f"    if {total} > SMALL_COPY: budget.limits.check_size({total})")
             plain = " and ".join(f"{kind} is str" for kind in kinds) or "True"
             self.line(f"    {result} = ''.join(({', '.join(pieces)},)) if {plain} else concat(({', '.join(pieces)},))")
         self.line("except Exception as e:")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ....grammar import ast
-from ..core import CONSTANT_PIECES, scope_neutral, size
+from ..core import CONSTANT_PIECES, prepaid, scope_neutral, size
 from ..statements import _loop_facts, _switch
 from ..access import read_path
 from .expressions import ExpressionWriter, _plus
@@ -48,6 +48,8 @@ class StatementWriter(ExpressionWriter):
         elif kind is ast.Assign and type(node.target) is ast.NameTarget:
             value = self.expr(node.expr, scope, local)
             self.line(f"{scope}.vars[{node.target.name!r}] = {value}")
+            if node.target.name != "loop":  # read back from the local while nothing rebinds it
+                local[node.target.name] = value
         elif kind in CONSTANT_PIECES:  # a marker: written as its closure writes it
             self.line(f"out.append({self.constant(CONSTANT_PIECES[kind](node))})")
         elif kind is ast.Assign:  # `ns.x = ...`, `a, b = ...` (statements' set_target)
@@ -56,10 +58,12 @@ class StatementWriter(ExpressionWriter):
             self.line(f"    assign(ev, {self.constant(node.target)}, {value}, {scope})")
             self.line("except Exception as e:")
             self.line(f"    ev.fail(e, {self.constant(node)})")
+            _forget(local, node)
         else:
             self.line(self.closure(node, scope))
             self.line("out, fast = ev.out, ev.fast")  # as they are after any statement
             self.line("adding = fast and not (binops and '+' in binops)")
+            _forget(local, node)
 
     def text(self, node: ast.Text, scope: str) -> None:
         """compile_text's write_text."""
@@ -92,12 +96,14 @@ class StatementWriter(ExpressionWriter):
         items = expr.items if type(expr) is ast.Concat else (expr,)
         values = [self.expr(item, scope, local) for item in items]
         texts = [self.temp() for _ in values]
+        printed = [f"{text} = {value} if type({value}) is str else to_string({value})"  # str: itself
+                   for value, text in zip(values, texts)]
         if len(texts) == 1:
-            self.guarded([f"{texts[0]} = to_string({values[0]})", f"if {texts[0]}:",
+            self.guarded([printed[0], f"if {texts[0]}:",
                           f"    budget.output -= len({texts[0]})", "    if budget.output < 0: budget.wrote(0)",
                           f"    out.append({texts[0]})"], node)
         else:
-            self.guarded([f"{text} = to_string({value})" for value, text in zip(values, texts)], expr)
+            self.guarded(printed, expr)
             self.guarded([f"budget.output -= {' + '.join(f'len({t})' for t in texts)}",
                           "if budget.output < 0: budget.wrote(0)",
                           f"out.extend(({', '.join(texts)},))"], node)
@@ -118,10 +124,11 @@ class StatementWriter(ExpressionWriter):
         if len(node.branches) == 1:  # compile_if's _if_else
             taken = self.truth(self.expr(node.branches[0][0], scope, local), node)
             self.line(f"if {taken}:")
-            self.indented(self.body, branches[0], scope, local)
+            self.indented(self.branch, branches[0], scope, local)
             if branches[1]:
                 self.line("else:")
-                self.indented(self.body, branches[1], scope, local)
+                self.indented(self.branch, branches[1], scope, local)
+            _forget(local, node)
             return
         read, table, switched = _switch(node) if len(node.branches) > 1 else (None, {}, 0)
         chosen = self.temp()
@@ -145,11 +152,17 @@ class StatementWriter(ExpressionWriter):
         for index, body in enumerate(branches):
             self.line(("if" if index == 0 else "elif") + f" {chosen} == {index}:")
             self.depth += 1
-            if body:
-                self.body(body, scope, local)
-            else:
-                self.line("pass")
+            self.branch(body, scope, local)
             self.depth -= 1
+        _forget(local, node)
+
+    def branch(self, body: tuple, scope: str, local: dict) -> None:
+        """_run_branch: a body of an if/elif/else, its fuel first unless prepaid (the `if`'s
+        size holds it); what it sets is known in it only."""
+        if prepaid(body):
+            self.statements(body, scope, dict(local))
+        else:
+            self.body(body, scope, dict(local))
 
     def tests(self, node: ast.If, scope: str, local: dict, chosen: str, skip: int) -> None:
         """The branch index into `chosen`: the tests tried in order (from `skip` on when
@@ -252,6 +265,17 @@ class StatementWriter(ExpressionWriter):
             self.body(node.otherwise, other, {})
             self.depth -= 1
         return True
+
+
+def _forget(local: dict, node: Any) -> None:
+    """After `node`, the names it may bind in this frame are no longer known as locals (a `set`
+    makes its name known to the statements after it: `local`)."""
+    bound = _bound_names((node,))
+    if bound is None:
+        local.clear()
+    else:
+        for name in bound & local.keys():
+            del local[name]
 
 
 def _bound_names(body: tuple) -> Any:
