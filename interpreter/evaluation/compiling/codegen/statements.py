@@ -96,8 +96,7 @@ class StatementWriter(ExpressionWriter):
         items = expr.items if type(expr) is ast.Concat else (expr,)
         values = [self.expr(item, scope, local) for item in items]
         texts = [self.temp() for _ in values]
-        printed = [f"{text} = {value} if type({value}) is str else to_string({value})"  # str: itself
-                   for value, text in zip(values, texts)]
+        printed = [f"{text} = to_string({value})" for value, text in zip(values, texts)]
         if len(texts) == 1:
             self.guarded([printed[0], f"if {texts[0]}:",
                           f"    budget.output -= len({texts[0]})", "    if budget.output < 0: budget.wrote(0)",
