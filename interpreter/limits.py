@@ -177,11 +177,11 @@ def check_printable(value: Any) -> bool:
     most = _current.get().max_output
     small = _small_plain_size(value)
     if small is not None:  # a few items of plain data (typed content, a tool call): no walker
-        total, walked = small
+        total, walked, subclassed = small
         if total > most:
             raise LimitExceeded(f"printing this value would pass the output limit ({most})")
         metering.charge(walked + total * metering.TEXT)
-        return False
+        return subclassed
     printed = _Printed(most)
     total = printed.size(value)
     if total > most:
@@ -195,12 +195,14 @@ _VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
 _SMALL = 64  # items: what the walk without a walker takes on (more goes to _Printed)
 
 
-def _small_plain_size(value: Any) -> Optional[tuple[int, int]]:
-    """(size, walk units) as `_Printed` counts them, for a value of at most `_SMALL` items of
-    exact plain data (dicts, lists, tuples, str, numbers, None); None for anything else (a
-    subclass, a host object, more items, a container inside itself: counted past `_SMALL`). A
-    container met twice is walked twice here, so its walk may be charged twice: a few units."""
-    stack, total, walked, items = [value], 0, 0, 0
+def _small_plain_size(value: Any) -> Optional[tuple[int, int, bool]]:
+    """(size, walk units, whether a string or number of a subclass is inside) as `_Printed`
+    counts them, for a value of at most `_SMALL` items of plain data (dicts, lists, tuples, str,
+    numbers, None; the strings and numbers may be of a subclass: marked ones, in render_parts);
+    None for anything else (a container of a subclass, a host object, more items, a container
+    inside itself: counted past `_SMALL`). A container met twice is walked twice here, so its
+    walk may be charged twice: a few units."""
+    stack, total, walked, items, subclassed = [value], 0, 0, 0, False
     while stack:
         item = stack.pop()
         kind = type(item)
@@ -220,9 +222,15 @@ def _small_plain_size(value: Any) -> Optional[tuple[int, int]]:
                 stack.extend(item)
         elif kind in _EXACT:
             total += 8
+        elif isinstance(item, str):  # a marked string, say
+            total += len(item) + 4
+            subclassed = True
+        elif isinstance(item, (int, float)) and kind not in metering.ATTRIBUTE_HOLDERS:
+            total += 8  # a number from input
+            subclassed = True
         else:
             return None
-    return total, walked
+    return total, walked, subclassed
 
 
 class _Printed:

@@ -5,17 +5,19 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jinjamark import limits
+from jinjamark import limits, mark_input
 
-LEAVES = st.one_of(st.text(max_size=8), st.integers(), st.floats(allow_nan=False), st.booleans(), st.none())
+# plain leaves, and marked ones (what render_parts prints: strings and numbers from input)
+LEAVES = st.one_of(st.text(max_size=8), st.integers(), st.floats(allow_nan=False), st.booleans(), st.none(),
+                   st.text(max_size=8).map(mark_input), st.integers().map(mark_input))
 PLAIN = st.recursive(LEAVES, lambda inner: st.one_of(
     st.lists(inner, max_size=4), st.tuples(inner, inner),
     st.dictionaries(st.text(max_size=4), inner, max_size=4)), max_leaves=20)
 
 
-def walker_size(value) -> tuple[int, int]:
+def walker_size(value) -> tuple[int, int, bool]:
     printed = limits._Printed(10 ** 9)
-    return printed.size(value), printed.walked
+    return printed.size(value), printed.walked, printed.subclassed
 
 
 @settings(max_examples=300, deadline=None)
