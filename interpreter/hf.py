@@ -195,7 +195,7 @@ def apply_chat_template(tokenizer: Any, conversation: Any, tools: Optional[list]
         raise ValueError(MASK_AND_CONTINUE)
     if sanitize_control_tokens and (not tokenize or return_assistant_tokens_mask):
         raise ValueError(SANITIZE_NEEDS)
-    chat = ChatTemplate(source, special_tokens=special_tokens_of_tokenizer(tokenizer))
+    chat = _chat_for(tokenizer, source)
     if return_assistant_tokens_mask and tokenize and from_origins(chat.template, mask_source):
         if polyfill is not False:
             raise TypeError("assistant masks from origins do not combine with polyfill= yet")
@@ -232,6 +232,24 @@ def _message_spans(chat: ChatTemplate, messages: Any, encoded: Any, tools: Any, 
     if continue_final_message:
         runs = continued(chat, messages, runs, tools, documents, continue_final_message, kwargs)
     return [span._asdict() for span in message_spans(runs, encoded.offsets)]
+
+
+def _chat_for(tokenizer: Any, source: str) -> ChatTemplate:
+    """The ChatTemplate of `source` with the tokenizer's special tokens as they are now: kept
+    for the next call while they stay the same (a render's whole fixed cost is a few times
+    what making one costs)."""
+    tokens = special_tokens_of_tokenizer(tokenizer)
+    kept = _CHATS.get((id(tokenizer), source))
+    if kept is not None and kept[0] is tokenizer and kept[1] == tokens:
+        return kept[2]
+    chat = ChatTemplate(source, special_tokens=tokens)
+    if len(_CHATS) >= 16:
+        _CHATS.clear()
+    _CHATS[(id(tokenizer), source)] = (tokenizer, tokens, chat)
+    return chat
+
+
+_CHATS: dict[tuple[int, str], tuple[Any, dict, ChatTemplate]] = {}
 
 
 def _chat_template(tokenizer: Any, chat_template: Optional[str], tools: Any) -> str:

@@ -4,6 +4,7 @@ families): ids, attention masks, assistant masks, batches with padding on either
 truncation, tensors, continue_final_message, errors, and `patch`."""
 from __future__ import annotations
 
+import copy
 import pathlib
 import re
 import sys
@@ -423,3 +424,20 @@ def test_the_drop_in_is_reachable_as_readme_uses_it_and_imports_neither_jinja2_n
     first use, and neither it nor `import jinjamark` imports transformers or jinja2."""
     code = f"import sys; {code}; print(sorted({{'jinja2', 'transformers'}} & set(sys.modules)))"
     assert run_python(code) == "[]"
+
+
+def test_a_tokenizer_whose_special_tokens_or_template_change_renders_as_transformers(tokenizer):
+    # hf keeps the ChatTemplate of a tokenizer and template between calls: what the tokenizer
+    # says now must still be what renders
+    tok = copy.deepcopy(tokenizer)
+    tok.chat_template = "{{ bos_token }}{% for m in messages %}{{ m.content }}{{ eos_token }}{% endfor %}"
+    conversation = [{"role": "user", "content": "hi"}]
+    for change in (None, {"bos_token": "<|im_start|>"}, {"eos_token": "<|im_end|>"}):
+        if change:
+            tok.add_special_tokens(change)
+        for tokenize in (False, True):
+            theirs, ours = both(tok, conversation, tokenize=tokenize)
+            assert same(ours, theirs), change
+    tok.chat_template = "[{{ messages[0].content }}]{{ bos_token }}"
+    theirs, ours = both(tok, conversation, tokenize=False)
+    assert ours == theirs == "[hi]<|im_start|>"
