@@ -143,7 +143,7 @@ def _nothing(ev: Any, scope: Any) -> None:
 def size(statement: Any) -> int:
     """The steps a statement costs each time it runs: its node and its expressions', each by
     what it costs to run (`WEIGHTS`), not the bodies nested in it (each charges for itself when
-    it runs), except an `if`'s prepaid branches: the costliest is charged with the `if`."""
+    it runs), except the part of an `if`'s branches that every branch costs (branch_charges)."""
     count = 0
     stack = [statement]
     while stack:
@@ -153,18 +153,21 @@ def size(statement: Any) -> int:
             if not isinstance(child, ast.Stmt):
                 stack.append(child)
     if type(statement) is ast.If:
-        bodies = [body for _, body in statement.branches] + [statement.otherwise]
-        count += max(sum(map(size, body)) if prepaid(body) else 0 for body in bodies)
+        count += branch_charges(statement)[0]
     return count
 
 
-def prepaid(body: tuple) -> bool:
-    """Whether a branch of an `if` is charged with the `if` rather than when it is taken: a body
-    of statements without bodies of their own (text, `{{ }}`, `set`) costs the same each time
-    it runs, so the `if` charges the costliest such branch, with the body around it (once per
-    loop iteration, in a loop), and the branch taken charges nothing more."""
-    return not any(isinstance(child, ast.Stmt) for statement in body
-                   for child in ast.children(statement))
+def branch_charges(node: Any) -> tuple[int, list[int]]:
+    """What an `if` charges for its branches: (with the `if` itself, what each branch, the
+    `else` last, charges when taken). Whatever branch runs costs at least the cheapest branch's
+    steps (an absent `else`: none), so that much is charged with the body around the `if`
+    (once per iteration, in a loop) and a branch charges only what it costs beyond it: the
+    same steps in all, and an if/elif/else whose branches cost alike charges nothing when it
+    picks one."""
+    costs = [sum(map(size, body)) for _, body in node.branches]
+    costs.append(sum(map(size, node.otherwise)))
+    least = min(costs)
+    return least, [cost - least for cost in costs]
 
 
 # Steps by node class, in about 80 ns of this engine's time each, so that the fuel limit bounds
