@@ -143,7 +143,7 @@ def _nothing(ev: Any, scope: Any) -> None:
 def size(statement: Any) -> int:
     """The steps a statement costs each time it runs: its node and its expressions', each by
     what it costs to run (`WEIGHTS`), not the bodies nested in it (each charges for itself when
-    it runs), except the part of an `if`'s branches that every branch costs (branch_charges)."""
+    it runs), except the steps every branch of an `if` costs (shared_steps)."""
     count = 0
     stack = [statement]
     while stack:
@@ -153,21 +153,25 @@ def size(statement: Any) -> int:
             if not isinstance(child, ast.Stmt):
                 stack.append(child)
     if type(statement) is ast.If:
-        count += branch_charges(statement)[0]
+        count += shared_steps(statement)
     return count
 
 
-def branch_charges(node: Any) -> tuple[int, list[int]]:
-    """What an `if` charges for its branches: (with the `if` itself, what each branch, the
-    `else` last, charges when taken). Whatever branch runs costs at least the cheapest branch's
-    steps (an absent `else`: none), so that much is charged with the body around the `if`
-    (once per iteration, in a loop) and a branch charges only what it costs beyond it: the
-    same steps in all, and an if/elif/else whose branches cost alike charges nothing when it
-    picks one."""
-    costs = [sum(map(size, body)) for _, body in node.branches]
-    costs.append(sum(map(size, node.otherwise)))
-    least = min(costs)
-    return least, [cost - least for cost in costs]
+def shared_steps(node: Any) -> int:
+    """The steps every branch of an if/elif/else costs, when each is a body of statements
+    without bodies of their own (text, `{{ }}`, `set`): whichever branch runs costs at least the
+    cheapest one's, so that much is charged with the body around the `if` (once per iteration,
+    in a loop) and a branch charges only what it costs beyond it (the same steps in all; an
+    if/elif/else of alike branches charges nothing when it picks one). 0 for an `if` without
+    `else` or with a branch that has bodies inside (sizing those would walk all of them at
+    compile time, where a render sizes only the branches it takes)."""
+    if not node.otherwise:
+        return 0
+    bodies = [body for _, body in node.branches] + [node.otherwise]
+    if any(isinstance(child, ast.Stmt) for body in bodies for statement in body
+           for child in ast.children(statement)):
+        return 0
+    return min(sum(map(size, body)) for body in bodies)
 
 
 # Steps by node class, in about 80 ns of this engine's time each, so that the fuel limit bounds

@@ -17,7 +17,7 @@ from ...values.runtime import LoopContext
 from ..scope import Scope
 from ..printer import print_output, print_text, write
 from .access import path_code, read_path
-from .core import Code, branch_charges, compile_body, compile_node, compile_statements, compiles, scope_neutral
+from .core import Code, compile_body, compile_node, compile_statements, compiles, scope_neutral, shared_steps
 from .operators import compile_sum
 from ..loops import LoopSignal, assign, filtered, loop_iterator, recursion
 
@@ -61,10 +61,10 @@ def compile_output(node: ast.Output) -> Code:
 def compile_if(node: ast.If) -> Code:
     tests = tuple(compile_node(test) for test, _ in node.branches)
     bodies = tuple(body for _, body in node.branches) + (node.otherwise,)
-    compiled: list = [None] * len(bodies)  # the codes of each body, when it first runs
-    charges = branch_charges(node)[1]  # what each charges beyond what the `if`'s size holds
+    compiled: list = [None] * len(bodies)  # (codes, cost) of each body, when it first runs
+    shared = shared_steps(node)  # what every branch costs: the `if`'s size holds it
     if len(tests) == 1:
-        return _if_else(node, tests[0], bodies, compiled, charges)
+        return _if_else(node, tests[0], bodies, compiled, shared)
     read, table, switched = _switch(node)
 
     def if_(ev: Any, scope: Any) -> None:
@@ -86,17 +86,18 @@ def compile_if(node: ast.If) -> Code:
                 except Exception as e:  # a strict undefined refuses to be tested
                     ev.fail(e, node)
                 i += 1
-        _run_branch(ev, scope, bodies, compiled, charges, i)
+        _run_branch(ev, scope, bodies, compiled, shared, i)
     return if_
 
 
-def _run_branch(ev: Any, scope: Any, bodies: tuple, compiled: list, charges: list, i: int) -> None:
+def _run_branch(ev: Any, scope: Any, bodies: tuple, compiled: list, shared: int, i: int) -> None:
     """Run the `i`-th body of an if/elif/else, compiled when first taken; its fuel first (what
-    it costs beyond the cheapest branch: branch_charges)."""
-    codes = compiled[i]
-    if codes is None:
-        codes = compiled[i] = compile_statements(bodies[i])[0]
-    cost = charges[i]
+    it costs beyond the steps every branch costs: shared_steps)."""
+    entry = compiled[i]
+    if entry is None:
+        codes, cost = compile_statements(bodies[i])
+        entry = compiled[i] = codes, cost - shared
+    codes, cost = entry
     if cost:
         ev.steps -= cost
         if ev.steps <= 0:
@@ -129,7 +130,7 @@ def _switch(node: ast.If) -> tuple[Any, dict, int]:
     return path_code(first, None), table, index
 
 
-def _if_else(node: ast.If, test: Code, bodies: tuple, compiled: list, charges: list) -> Code:
+def _if_else(node: ast.If, test: Code, bodies: tuple, compiled: list, shared: int) -> Code:
     """`{% if x %}...{% else %}...{% endif %}` (the else optional): compile_if's work without
     the walk over branches, the form most conditions in chat templates take."""
     otherwise = bool(bodies[1])
@@ -142,7 +143,7 @@ def _if_else(node: ast.If, test: Code, bodies: tuple, compiled: list, charges: l
             ev.fail(e, node)
         if taken and not otherwise:  # most tests are false most of the time
             return
-        _run_branch(ev, scope, bodies, compiled, charges, taken)
+        _run_branch(ev, scope, bodies, compiled, shared, taken)
     return if_else
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ....grammar import ast
-from ..core import CONSTANT_PIECES, branch_charges, scope_neutral, size
+from ..core import CONSTANT_PIECES, scope_neutral, shared_steps, size
 from ..statements import _loop_facts, _switch
 from ..access import read_path
 from .expressions import ExpressionWriter, _plus
@@ -121,13 +121,13 @@ class StatementWriter(ExpressionWriter):
         plain read against text literals (_switch) finds its branch in one dict look."""
         branches = [body for _, body in node.branches] + [node.otherwise]
         if len(node.branches) == 1:  # compile_if's _if_else
-            charges = branch_charges(node)[1]
+            shared = shared_steps(node)
             taken = self.truth(self.expr(node.branches[0][0], scope, local), node)
             self.line(f"if {taken}:")
-            self.indented(self.branch, branches[0], scope, local, charges[0])
+            self.indented(self.branch, branches[0], scope, local, shared)
             if branches[1]:
                 self.line("else:")
-                self.indented(self.branch, branches[1], scope, local, charges[1])
+                self.indented(self.branch, branches[1], scope, local, shared)
             _forget(local, node)
             return
         read, table, switched = _switch(node) if len(node.branches) > 1 else (None, {}, 0)
@@ -149,18 +149,18 @@ class StatementWriter(ExpressionWriter):
             self.depth -= 1
         else:
             self.tests(node, scope, local, chosen, skip=0)
-        charges = branch_charges(node)[1]
+        shared = shared_steps(node)
         for index, body in enumerate(branches):
             self.line(("if" if index == 0 else "elif") + f" {chosen} == {index}:")
             self.depth += 1
-            self.branch(body, scope, local, charges[index])
+            self.branch(body, scope, local, shared)
             self.depth -= 1
         _forget(local, node)
 
-    def branch(self, body: tuple, scope: str, local: dict, charge: int) -> None:
-        """_run_branch: a body of an if/elif/else, its fuel first (`charge`: what it costs
-        beyond the cheapest branch); what it sets is known in it only."""
-        self.charge(charge)
+    def branch(self, body: tuple, scope: str, local: dict, shared: int) -> None:
+        """_run_branch: a body of an if/elif/else, its fuel first (what it costs beyond the
+        `shared` steps every branch costs); what it sets is known in it only."""
+        self.charge(sum(map(size, body)) - shared)
         self.statements(body, scope, dict(local))
 
     def tests(self, node: ast.If, scope: str, local: dict, chosen: str, skip: int) -> None:
