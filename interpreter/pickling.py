@@ -22,7 +22,8 @@ from .ext.names import resolve, shipped
 
 # Rebuilt by Environment._prepare rather than pickled: a new cache, lock or derived table of
 # the environment belongs here (tests/test_processes.py checks that no parser or lock is pickled).
-DERIVED = frozenset({"opaque_nodes", "_parser", "_cache", "_templates", "_lock", "_interception"})
+DERIVED = frozenset({"opaque_nodes", "_parser", "_cache", "_templates", "_lock", "_interception",
+                     "_quiet_eval_context"})
 # The tables a new environment fills from the builtins and its extensions: pickled as changes.
 TABLES = ("filters", "tests", "globals", "handlers", "operators")
 

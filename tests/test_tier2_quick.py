@@ -187,22 +187,46 @@ def test_a_name_set_is_read_back_as_jinja2_reads_it(generated, source):
     assert got == oracle.compiled(source).render()
 
 
-# What every branch of an if/elif/else costs is charged with the `if` (once per loop iteration),
-# a branch only what it costs beyond that: both tiers charge the same, and run out together.
-PREPAID = ("{% for m in messages %}{% if m.role == 'user' %}U{{ m.content }}{% elif m.role == "
-           "'assistant' %}A{% else %}{% if m.content %}S{% endif %}{% endif %}{% endfor %}")
+# In an if/elif/else of simple branches, the steps every branch costs are charged with the `if`
+# (once per loop iteration) and a branch charges only the rest (compiling/core.shared_steps): the
+# same fuel in all as charging each branch in full when taken, in both tiers. Fuel is read
+# exactly here (a batch of one step), and compared with the sharing turned off.
+SHARED = ("{% for m in messages %}{% if m.role == 'user' %}U{{ m.content }}{% elif m.role == "
+          "'assistant' %}A{% set n = m.content %}{% else %}{{ m.content ~ m.role }}{% endif %}"
+          "{% if m.content %}{% if loop.first %}F{% endif %}{% endif %}{% endfor %}")
+MESSAGES = [{"role": ("user", "assistant", "system")[i % 3], "content": "c"} for i in range(60)]
 
 
-@pytest.mark.parametrize("fuel", [20_000, 36_000, 41_000, 100_000])  # taken in batches of 4,096
-def test_branches_cost_the_same_in_both_tiers(monkeypatch, fuel):
-    messages = [{"role": ("user", "assistant", "system")[i % 3], "content": "c"} for i in range(3000)]
-    outcomes = []
-    for hot in (10 ** 9, 1):
-        monkeypatch.setattr(tiers, "HOT", hot)
+def least_fuel(source: str) -> tuple:
+    """The least max_fuel that renders `source`, and where one step less runs out."""
+    def outcome(fuel):
         env = jinjamark.chat_environment(limits=jinjamark.Limits(max_fuel=fuel))
         try:
-            outcomes.append(env.from_string(PREPAID).render(messages=messages))
+            env.from_string(source).render(messages=MESSAGES)
         except jinjamark.LimitExceeded as exceeded:
-            outcomes.append((exceeded.lineno, exceeded.column, str(exceeded)))
-    assert outcomes[0] == outcomes[1]
-    assert any(isinstance(outcome, tuple) for outcome in outcomes) == (fuel < 40_000)
+            return exceeded.lineno, exceeded.column
+        return None
+    low, high = 0, 100_000  # low runs out, high renders
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if outcome(middle) is None else (middle, high)
+    return high, outcome(low)
+
+
+def test_branches_cost_what_they_cost_charged_in_full_in_both_tiers(monkeypatch):
+    from jinjamark.evaluation.compiling import core, statements
+    from jinjamark.limits import Budget
+    monkeypatch.setattr(Budget, "BATCH", 1)
+    found = {}
+    for sharing in (True, False):
+        if not sharing:
+            for module in (core, statements, generated_statements):
+                monkeypatch.setattr(module, "shared_steps", lambda node: 0)
+        for hot in (10 ** 9, 1):
+            monkeypatch.setattr(tiers, "HOT", hot)
+            found[sharing, hot] = least_fuel(SHARED)
+    assert len(set(found.values())) == 1, found
+    switch = jinjamark.Environment().from_string(SHARED).tree.body[0].body[0]
+    assert type(switch).__name__ == "If"
+    monkeypatch.undo()
+    assert core.shared_steps(switch) > 0  # the construct measured shares its branches' steps

@@ -11,7 +11,7 @@ from ..grammar import ast
 from ..values import sandbox
 from ..errors import SecurityError
 from ..values.formatting import percent_format
-from ..values.markup import Markup, escape_text, is_safe, markup_add, markup_join, markup_mod
+from ..values.markup import Markup, is_safe, markup_add, markup_join, markup_mod
 from ..values.marks import Input, Mixed, concat
 from ..values.hostcalls import host_result
 from ..metering import COPY, charge, charge_building, charge_walk
@@ -119,7 +119,10 @@ def binary(ev, op: str, left: Any, right: Any) -> Any:
                 charge((len(left) + len(right)) * COPY)
             return left + right if tl is str and tr is str else marks.concat2(left, right)
         if (tl is Markup and (tr is str or tr is Markup)) or (tr is Markup and tl is str):
-            return _plain_markup_add(ev, left, right)
+            if len(left) + len(right) > SMALL_COPY:  # plain safe text (`"<x>"|safe + name`)
+                ev.budget.limits.check_size(len(left) + len(right))
+                charge((len(left) + len(right)) * COPY)
+            return markup_add(left, right)
     if op == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
         ev.budget.limits.check_size(len(left) + len(right))
         if isinstance(left, (list, tuple)):
@@ -139,18 +142,6 @@ def binary(ev, op: str, left: Any, right: Any) -> Any:
             charge_building(left, right, op)  # `*` and `+` build: what a render holds is bounded too
         return fn(left, right)
     return host_result(fn, fn(left, right), (left, right), None)  # an extension's operator
-
-
-def _plain_markup_add(ev: Any, left: str, right: str) -> Markup:
-    """`left + right` of unmarked text where one side is Markup (`"<x>"|safe + name`, a chain
-    functionary's templates write per tool): markup_add's result, the str side escaped, made
-    without its general steps."""
-    if len(left) + len(right) > SMALL_COPY:
-        ev.budget.limits.check_size(len(left) + len(right))
-        charge((len(left) + len(right)) * COPY)
-    a = str.__str__(left) if type(left) is Markup else escape_text(left)
-    b = str.__str__(right) if type(right) is Markup else escape_text(right)
-    return str.__new__(Markup, a + b)
 
 
 def join_printed(ev: Any, values: list) -> str:

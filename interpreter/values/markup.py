@@ -401,6 +401,11 @@ def markup_add(left: Any, right: Any) -> Any:
     Python's own `+` does this for `Markup` operands, but not when the safe side is a `Marked`
     (a marked `|safe`, `|escape` or `|tojson`): Marked's `+` only concatenates. Evaluators use
     this for `+` whenever either operand `is_safe`."""
+    tl, tr = type(left), type(right)
+    if (tl is Markup and (tr is str or tr is Markup)) or (tr is Markup and tl is str):
+        # unmarked text on both sides (`"<x>"|safe + name`): one escape, no marks to join
+        a = str.__str__(left) if tl is Markup else escape_text(left)
+        return str.__new__(Markup, a + (str.__str__(right) if tr is Markup else escape_text(right)))
     if is_safe(left) and (isinstance(right, str) or is_safe(right)):
         return _wrap(marks.concat((_safe_text(left), escape(right))))
     if is_safe(right) and isinstance(left, str):

@@ -96,13 +96,12 @@ class StatementWriter(ExpressionWriter):
         items = expr.items if type(expr) is ast.Concat else (expr,)
         values = [self.expr(item, scope, local) for item in items]
         texts = [self.temp() for _ in values]
-        printed = [f"{text} = to_string({value})" for value, text in zip(values, texts)]
         if len(texts) == 1:
-            self.guarded([printed[0], f"if {texts[0]}:",
+            self.guarded([f"{texts[0]} = to_string({values[0]})", f"if {texts[0]}:",
                           f"    budget.output -= len({texts[0]})", "    if budget.output < 0: budget.wrote(0)",
                           f"    out.append({texts[0]})"], node)
         else:
-            self.guarded(printed, expr)
+            self.guarded([f"{text} = to_string({value})" for value, text in zip(values, texts)], expr)
             self.guarded([f"budget.output -= {' + '.join(f'len({t})' for t in texts)}",
                           "if budget.output < 0: budget.wrote(0)",
                           f"out.extend(({', '.join(texts)},))"], node)
@@ -269,6 +268,8 @@ class StatementWriter(ExpressionWriter):
 def _forget(local: dict, node: Any) -> None:
     """After `node`, the names it may bind in this frame are no longer known as locals (a `set`
     makes its name known to the statements after it: `local`)."""
+    if not local:  # nothing known, nothing to walk the node for
+        return
     bound = _bound_names((node,))
     if bound is None:
         local.clear()
