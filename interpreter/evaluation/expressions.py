@@ -110,19 +110,16 @@ _CORE_OPERATORS = frozenset(BINARY.values())
 
 def binary(ev, op: str, left: Any, right: Any) -> Any:
     """`left op right` with Jinja2's semantics and the environment's operator table."""
-    if op == "+":  # the common case: text and marked text (not safe text: see markup_add)
+    if op == "+":  # the common cases: text and marked text, and plain safe text with text
         tl, tr = type(left), type(right)
-        if ((tl is str or tl is Input or tl is Mixed)
-                and (tr is str or tr is Input or tr is Mixed)):
+        text = (tl is str or tl is Input or tl is Mixed) and (tr is str or tr is Input or tr is Mixed)
+        if text or (tl is Markup and (tr is str or tr is Markup)) or (tr is Markup and tl is str):
             if len(left) + len(right) > SMALL_COPY:
                 ev.budget.limits.check_size(len(left) + len(right))
                 charge((len(left) + len(right)) * COPY)
+            if not text:  # plain safe text and text (`"<x>"|safe + name`)
+                return markup_add(left, right)
             return left + right if tl is str and tr is str else marks.concat2(left, right)
-        if (tl is Markup and (tr is str or tr is Markup)) or (tr is Markup and tl is str):
-            if len(left) + len(right) > SMALL_COPY:  # plain safe text (`"<x>"|safe + name`)
-                ev.budget.limits.check_size(len(left) + len(right))
-                charge((len(left) + len(right)) * COPY)
-            return markup_add(left, right)
     if op == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
         ev.budget.limits.check_size(len(left) + len(right))
         if isinstance(left, (list, tuple)):
