@@ -300,7 +300,7 @@ class Template:
     # the module): never pickled; unpickling compiles the source again, or takes the compile the
     # environment keeps for it.
     _COMPILED = ("tree", "blocks", "memo", "composes", "names_read")
-    _KEPT_BY_USE = ("module", "uptodate", "origin_variant")
+    _KEPT_BY_USE = ("module", "uptodate", "origin_variant", "last_base")
 
     def __getstate__(self) -> dict:
         """The environment, the source, its names and own globals: no tree."""
@@ -388,7 +388,7 @@ class Template:
         if env.autoescape:
             ev.default_autoescape = initial_autoescape(env, self.name)
             set_autoescape(ev, ev.default_autoescape)
-        token, policy = limits.activate(env.limits), sandbox.enter(env)
+        token, policy = limits.activate(ev.budget), sandbox.enter(env)
         try:
             return self._run(ev, context, overlay)
         finally:
@@ -397,11 +397,19 @@ class Template:
 
     def base_scope(self, overlay: Optional[dict] = None) -> Scope:
         """The scopes under a render's variables: the environment's globals, the template's
-        own, then `overlay`."""
-        base = Scope(None, self.environment.globals)
-        if self.own_globals:
-            base = Scope(base, self.own_globals)
-        return Scope(base, overlay) if overlay else base
+        own, then `overlay`. A render only reads them, so the last ones made are used again
+        while they stand for the same dicts (a ChatTemplate passes the same overlay each time)."""
+        env_globals, own = self.environment.globals, self.own_globals
+        last = self.__dict__.get("last_base")  # (overlay, globals, own, whether each is empty, base)
+        if (last is not None and last[0] is overlay and last[1] is env_globals and last[2] is own
+                and last[3] is (not own) and last[4] is (not overlay)):
+            return last[5]
+        base = Scope(None, env_globals)
+        if own:
+            base = Scope(base, own)
+        base = Scope(base, overlay) if overlay else base
+        self.last_base = (overlay, env_globals, own, not own, not overlay, base)
+        return base
 
     def _run(self, ev: Evaluator, context: dict, overlay: Optional[dict]) -> list[str]:
         base = self.base_scope(overlay)

@@ -7,7 +7,6 @@ The limits of the render in progress are in a context variable, so that filters 
 """
 from __future__ import annotations
 
-import contextvars
 import math
 import re
 import time
@@ -80,30 +79,28 @@ DEFAULT_LIMITS = Limits()
 metering.OUTSIDE_A_RENDER = DEFAULT_LIMITS
 
 # ---------------------------------------------------------------------------- the current render
-
-_current: contextvars.ContextVar[Limits] = contextvars.ContextVar("jinjamark_limits",
-                                                                  default=DEFAULT_LIMITS)
-
+# A render's Budget is also its work meter (metering.Meter): one object, one context variable,
+# for what the builtins charge and the limits they check.
 
 def current() -> Limits:
-    return _current.get()
+    """The limits of the render running now; the defaults outside one."""
+    running = metering.running()
+    return DEFAULT_LIMITS if running is None else running.limits
 
 
-def activate(limits: Limits) -> tuple:
-    """Start a render under `limits`: its builtins check widths against them and charge their
-    work to a fresh meter (metering.py)."""
-    return _current.set(limits), metering.start(limits)
+def activate(budget: "Budget") -> Any:
+    """Start a render under `budget`: its builtins check widths against its limits and charge
+    their work to it (metering.py)."""
+    return metering.start(budget)
 
 
-def deactivate(token: tuple) -> None:
-    limits_token, meter_token = token
-    metering.stop(meter_token)
-    _current.reset(limits_token)
+def deactivate(token: Any) -> None:
+    metering.stop(token)
 
 
 def check_width(width: Any) -> None:
     """For filters and methods that pad or indent: refuse absurd widths before allocating."""
-    _current.get().check_width(width)
+    current().check_width(width)
 
 
 _NUMBERS = re.compile(r"\d+")
@@ -114,7 +111,7 @@ def check_percent(fmt: str, params: Any) -> None:
     """Widths and precisions of a `%` format, `*` ones (taken from the arguments) included, and
     the size of the text: each conversion counted with what it prints (a key used 1,000 times
     prints its value 1,000 times), before Python builds it."""
-    limits = _current.get()
+    limits = current()
     args = params if isinstance(params, tuple) else (params,)
     metering.charge(len(fmt) * metering.CALL / 4)  # the conversions are found in Python steps
     total = len(fmt)
@@ -146,7 +143,7 @@ def printed_size(value: Any) -> int:
         return len(value)
     if type(value) in _EXACT:
         return 8
-    most = _current.get().max_output
+    most = current().max_output
     printed = _Printed(most)
     total = printed.size(value)
     if total > most:
@@ -158,13 +155,13 @@ def printed_size(value: Any) -> int:
 def check_spec(spec: str) -> None:
     """The widths and precisions of one `{}` format spec, nested fields already filled in."""
     if spec:
-        limits = _current.get()
+        limits = current()
         for digits in _NUMBERS.findall(spec):
             limits.check_width(int(digits))
 
 
 def check_size(size: int) -> None:
-    _current.get().check_size(size)
+    current().check_size(size)
 
 
 def check_printable(value: Any) -> bool:
@@ -174,7 +171,7 @@ def check_printable(value: Any) -> bool:
     or number inside is of a subclass (so may carry input marks): False means surely none."""
     if isinstance(value, str):
         return type(value) is not str
-    most = _current.get().max_output
+    most = current().max_output
     small = _small_plain_size(value)
     if small is not None:  # a few items of plain data (typed content, a tool call): no walker
         total, walked, subclassed = small
@@ -307,21 +304,21 @@ _MAX_PRINT_STEPS = 5_000_000  # a value of more parts than this is no prompt
 _PRINT_WALK = 60  # units per item of the size walk (Python steps, measured about 50 ns)
 
 
-class Budget:
-    """The counters of one render: fuel, loop iterations, recursion, output, deadline."""
+class Budget(metering.Meter):
+    """The counters of one render: fuel, loop iterations, recursion, output; and, as the
+    render's meter, the builtins' work and the deadline."""
 
-    __slots__ = ("limits", "fuel", "iterations", "depth", "output", "deadline")
+    __slots__ = ("fuel", "iterations", "depth", "output")
     BATCH = 4096  # steps between looks at the clock
     ENTER = 10    # steps a macro call, caller, include or recursive loop level costs beyond its
                   # nodes: binding a frame costs about ten simple nodes (measured)
 
     def __init__(self, limits: Limits) -> None:
-        self.limits = limits
+        metering.Meter.__init__(self, limits)  # (super() costs twice the call)
         self.fuel = limits.max_fuel
         self.iterations = limits.max_loop_iterations
         self.depth = 0
         self.output = limits.max_output
-        self.deadline = time.monotonic() + limits.deadline if limits.deadline is not None else None
 
     def refuel(self, steps: int = 0) -> int:
         """Called when the steps of a batch are spent (`steps` <= 0: how far past): take the

@@ -77,12 +77,18 @@ _meter: contextvars.ContextVar[Optional[Meter]] = contextvars.ContextVar("jinjam
                                                                        default=None)
 
 
-def start(limits: Any) -> contextvars.Token:
-    return _meter.set(Meter(limits))
+def start(current: Meter) -> contextvars.Token:
+    """Make `current` the meter builtins charge until `stop` (a render's: limits.Budget)."""
+    return _meter.set(current)
 
 
 def stop(token: contextvars.Token) -> None:
     _meter.reset(token)
+
+
+def running() -> Optional[Meter]:
+    """The meter of the render running now; None outside a render."""
+    return _meter.get()
 
 
 def meter() -> Meter:

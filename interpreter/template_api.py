@@ -99,7 +99,7 @@ class TemplateExpression:
         ev = Evaluator(env, env.handlers, None, template.source, template.memo)
         top = Scope(template.base_scope(), dict(*args, **kwargs))
         ev.top = top
-        token = limits.activate(env.limits)
+        token = limits.activate(ev.budget)
         try:
             value = ev.eval(template.tree.body[0].expr, top)
         finally:
@@ -124,8 +124,9 @@ def compile_expression(environment: Any, source: str, undefined_to_none: bool = 
 
 class Memo(dict):
     """A template's memo, facts about its nodes found once (the evaluator's, the compiler's).
-    The names `set` assigns (contexts.ASSIGNED) are found when first asked for: only a host
-    callable that takes the context needs them, and few templates call one."""
+    The names `set` assigns (contexts.ASSIGNED) are found when first asked for (`memo[ASSIGNED]`;
+    `get` is dict's own, which the evaluator calls for every render): only a host callable that
+    takes the context needs them, and few templates call one."""
     __slots__ = ("_tree",)
 
     def __init__(self, tree: ast.Template, found: dict) -> None:
@@ -137,8 +138,3 @@ class Memo(dict):
             raise KeyError(key)
         found = self[ASSIGNED] = assigned_names(self._tree)
         return found
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        if key == ASSIGNED:
-            return self[key]
-        return dict.get(self, key, default)

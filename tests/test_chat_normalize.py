@@ -200,7 +200,7 @@ def transformers_messages(conversation):
 @given(flat_messages)
 def test_a_flat_conversation_is_cleaned_as_transformers_cleans_it(conversation):
     check_flat_cleaning(conversation)
-    check_flat_cleaning(conversation * 5)  # long ones are scanned in C, short ones in a loop
+    check_flat_cleaning(conversation * 5)
 
 
 def check_flat_cleaning(conversation):
@@ -238,13 +238,25 @@ def test_a_flat_conversation_is_marked_as_the_walk_marks_it(conversation):
     {"role": "user", "content": ["x"]},                # a container: the walk
     {"role": "user", "content": "x", "reasoning": "r"},  # a reasoning alias to copy
     {"role": "user", 1: "x"},                          # a key that is not a str
+    {"role": "user", "thinking": "t"},                 # two keys, a role, but no content
+    {"role": "user", "content": 1.5, "reasoning_content": "r"},
     collections.OrderedDict(role="user", content="x"),  # not a plain dict
 ])
 def test_a_conversation_that_is_not_flat_takes_the_walk(message):
-    for before in (1, 20):  # short conversations are checked in a loop, long ones by scans
+    for before in (1, 20):  # first or after many flat ones
         conversation = [{"role": "user", "content": "q"}] * before + [message]
         assert normalize.flat_messages(conversation, False) is None
         assert normalize.flat_messages(conversation, True) is None
+
+
+@pytest.mark.parametrize("message", [
+    {"role": 7, "content": "x"}, {"content": "x", "name": "n"}, {"role": "user", "content": 2},
+    {"content": "x", "role": "user"}, {"role": "user"}, {},
+])
+def test_messages_of_other_shapes_are_flat_when_every_value_is(message):
+    conversation = [{"role": "user", "content": "q"}, message]
+    assert normalize.flat_messages(conversation, False) is conversation
+    check_flat_cleaning(conversation)
 
 
 def test_a_flat_callers_conversation_is_left_unchanged_by_a_continued_render():

@@ -244,6 +244,22 @@ def test_from_string_globals():
     assert same(program) == ("env own", "env ", "own", "env", False)
 
 
+def test_globals_changed_between_renders_are_seen():
+    # a render's global scopes are made again only when they change (Template.base_scope)
+    def program(s):
+        env = s.Environment()
+        t = env.from_string("{{ g }}|{{ h }}")
+        seen = [t.render()]
+        t.globals["h"] = "own"  # the template's own globals, empty until now
+        seen.append(t.render())
+        env.globals["g"] = "env"
+        seen.append(t.render())
+        t.globals["h"] = "again"
+        seen.append(t.render())
+        return seen
+    assert same(program) == ["|", "|own", "env|own", "env|again"]
+
+
 def test_get_template_globals_reach_extends_and_include():
     sources = {"base": "[{% block b %}{{ g }}{% endblock %}]", "inc": "<{{ g }}>",
                "child": "{% extends 'base' %}{% block b %}{{ g }}{% include 'inc' %}{% endblock %}"}

@@ -225,6 +225,17 @@ def test_render_with_leaves_the_callers_context_as_it_was():
     assert template.render_with(context) == "[2]" and context == {"messages": [1, 2]}
 
 
+def test_render_with_sees_each_overlay_it_is_given():
+    # the scopes under the context are made again when the overlay is another dict, or empty
+    template = jinjamark.Environment().from_string("{{ o }}|{{ g }}")
+    template.environment.globals["g"] = "g"
+    first, second, empty = {"o": 1}, {"o": 2, "g": "over"}, {}
+    seen = [template.render_with({}, overlay) for overlay in (first, second, first, empty, None)]
+    empty["o"] = 3
+    seen += [template.render_with({}, empty), template.render_with({"o": 4}, first)]
+    assert seen == ["1|g", "2|over", "1|g", "|g", "|g", "3|g", "4|g"]
+
+
 # ---------------------------------------------------------------------------- what a template reads
 # render_parts copies (to mark) only the data a template can read; these pin down the analysis.
 

@@ -23,7 +23,6 @@ import dataclasses
 import sys
 from collections.abc import Mapping
 from inspect import isfunction, ismethod
-from itertools import chain
 from operator import is_
 from typing import Any, Callable, Optional
 
@@ -345,12 +344,10 @@ def template_messages(messages: list[dict], walk: Callable[[Any, int], Any],
 
 # ---------------------------------------------------------------------------- flat conversations
 # Most conversations are lists of dicts of a few strings, which every step above leaves as they
-# are: `render` recognises them with C-level scans (no Python code per message) and passes them
-# on unchanged; `render_parts` marks them in one loop that checks as it goes, and hands the walk
+# are: `render` recognises them in one loop (a role and a text, the commonest message, in two
+# looks) and passes them on unchanged; `render_parts` marks them in one loop that checks as it goes, and hands the walk
 # only what follows the first message that is not flat.
 
-_DICTS = frozenset((dict,))
-_STRS = frozenset((str,))
 _FLAT = frozenset((str, int, float, bool))  # exact JSON scalars that no step changes (not None)
 
 
@@ -368,15 +365,11 @@ def flat_messages(conversation: Any, marks: bool,
         return done if type(conversation) is list and len(done) == len(conversation) else None
     if type(conversation) is not list:
         return None
-    if len(conversation) <= 8:  # the scans' fixed cost is more than a loop over a few messages
-        return conversation if all(map(_flat_message, conversation)) else None
-    if not _DICTS.issuperset(map(type, conversation)):
-        return None
-    keys = set().union(*conversation)
-    if not _STRS.issuperset(map(type, keys)) or not keys.isdisjoint(REASONING_FIELDS):
-        return None
-    values = chain.from_iterable(map(dict.values, conversation))
-    return conversation if _FLAT.issuperset(map(type, values)) else None
+    for message in conversation:  # most messages are a role and a text: two looks at them
+        if not (type(message) is dict and len(message) == 2 and type(message.get("role")) is str
+                and type(message.get("content")) is str) and not _flat_message(message):
+            return None
+    return conversation
 
 
 def _flat_message(message: Any) -> bool:

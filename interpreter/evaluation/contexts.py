@@ -57,7 +57,10 @@ class Context:
         self._top: Scope = top if top is not None else scope
         # the frames between the call and the top level, nearest first, keeping only what
         # `set` assigned there (Jinja2's loop and block variables)
-        assigned = ev.memo.get(ASSIGNED, frozenset())
+        try:
+            assigned = ev.memo[ASSIGNED]  # a template's memo finds them when first asked
+        except KeyError:  # the evaluator of an expression on its own: no template, no set
+            assigned = frozenset()
         inner, current = [], scope
         while current is not None and current is not self._top:
             found = {k: v for k, v in current.vars.items() if k in assigned and v is not MISSING}

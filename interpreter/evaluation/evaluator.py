@@ -36,6 +36,21 @@ DECLARED = "declared"  # the memo's key for the template's scope.declarations
 class Evaluator:
     """One render of one template."""
 
+    # What every render starts with, kept here until a render changes it (instance attributes
+    # from then on): a short render's setup is a few microseconds, and each store counted.
+    # Template composition (composition.py): the inheritance chain this template renders in, the
+    # parent it extended, and the template itself when another one runs it.
+    chain: Any = None
+    parent: Any = None
+    template: Any = None
+    # Autoescaping (autoescape.py): whether it is on, and what eval-context callables get.
+    autoescape = False
+    default_autoescape = False
+    eval_ctx: Any = None
+    # Printing (printer.py): whether this template has extended (its text is not printed).
+    guarding = False
+    tracks = False  # whether it carries generation spans (tracking.py's subclass does)
+
     def __init__(self, environment: Any, handlers: dict[type, Handler], name: str | None,
                  source: str, memo: dict | None = None) -> None:
         self.env = environment
@@ -54,21 +69,8 @@ class Evaluator:
         # names to declare unassigned before some statements (scope.declarations), found
         # when the template was compiled; none for an expression evaluated on its own
         self.declared = self.memo.get(DECLARED)
-        # template composition (composition.py): the inheritance chain this template renders
-        # in, the parent it extended, and the template itself when another one runs it
-        self.chain: Any = None
-        self.parent: Any = None
-        self.template: Any = None
-        # autoescaping (autoescape.py): whether it is on, and what eval-context callables get
-        self.autoescape = False
-        self.default_autoescape = False
-        self.eval_ctx: Any = None
-        # printing (printer.py): whether this template has extended (its text is not printed);
         # `fast`: printing is plain, and compiled code writes text and values itself
-        self.guarding = False
         reprint(self)
-
-    tracks = False  # whether it carries generation spans (tracking.py's subclass does)
 
     # ------------------------------------------------------------------ dispatch
     def eval(self, node: Any, scope: Scope) -> Any:
