@@ -230,3 +230,79 @@ def test_branches_cost_what_they_cost_charged_in_full_in_both_tiers(monkeypatch)
     assert type(switch).__name__ == "If"
     monkeypatch.undo()
     assert core.shared_steps(switch) > 0  # the construct measured shares its branches' steps
+
+
+# A loop over a list, tuple, dict, string or range is charged its iterations and their steps
+# before it starts (loops.charged_up_front), when the template cannot change what it walks and
+# no deadline needs the clock looked at as it runs: the same totals as charging each iteration,
+# in both tiers. A loop with `break` (an extension's node) and a filtered one are charged per
+# iteration, as is whatever a host object says of its own length.
+LOOPS = ("{% for m in messages %}{{ m.role }}{% for ch in m.content %}{{ ch }}{% endfor %}"
+         "{% for k in m %}{{ k }}{% if k == 'role' %}{% break %}{% endif %}{% endfor %}"
+         "{% for i in range(3) if i %}{{ i }}{% endfor %}{% else %}none{% endfor %}"
+         "{% for k, v in {'a': 1, 'b': 2}.items() %}{{ k }}{% endfor %}")
+LOOP_MESSAGES = [{"role": "user", "content": "abc"}, {"role": "assistant", "content": ""}] * 5
+
+
+def least_limit(source: str, limit: str) -> int:
+    """The least value of a limit (max_fuel, max_loop_iterations) under which `source` renders."""
+    def renders(value):
+        env = jinjamark.chat_environment(limits=jinjamark.Limits(**{limit: value}))
+        try:
+            env.from_string(source).render(messages=LOOP_MESSAGES)
+        except jinjamark.LimitExceeded:
+            return False
+        return True
+    low, high = 0, 100_000  # low runs out, high renders
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if renders(middle) else (middle, high)
+    return high
+
+
+def test_loops_charged_up_front_cost_what_they_cost_per_iteration_in_both_tiers(monkeypatch):
+    from jinjamark.evaluation import loops
+    from jinjamark.limits import Budget
+    monkeypatch.setattr(Budget, "BATCH", 1)
+    found = {}
+    for up_front in (True, False):
+        if not up_front:
+            monkeypatch.setattr(loops, "_FIXED_LENGTH", frozenset())
+        for hot in (10 ** 9, 1):
+            monkeypatch.setattr(tiers, "HOT", hot)
+            found[up_front, hot] = (least_limit(LOOPS, "max_fuel"),
+                                    least_limit(LOOPS, "max_loop_iterations"))
+    assert len(set(found.values())) == 1, found
+    # messages, characters, keys up to the break, the filtered range's items, the dict's items
+    assert found[True, 1][1] == 10 + 15 + 10 + 20 + 2
+
+
+class Lying:
+    """A host object whose length says one item and whose iteration never ends."""
+    def __len__(self):
+        return 1
+
+    def __iter__(self):
+        while True:
+            yield "x"
+
+
+@pytest.mark.parametrize("hot", [10 ** 9, 1])
+def test_a_loop_is_charged_per_iteration_where_its_length_may_not_hold(monkeypatch, hot):
+    monkeypatch.setattr(tiers, "HOT", hot)
+    limits = jinjamark.Limits(max_loop_iterations=1000)
+    with pytest.raises(jinjamark.LimitExceeded, match="iterations"):  # a host object's own length
+        jinjamark.chat_environment(limits=limits).from_string(
+            "{% for x in items %}{{ x }}{% endfor %}").render(items=Lying())
+    grows = jinjamark.Environment(limits=limits).from_string(  # a list the template appends to
+        "{% set items = [1] %}{% for x in items %}{{ items.append(x) }}{% endfor %}")
+    with pytest.raises(jinjamark.LimitExceeded, match="iterations"):
+        grows.render()
+    env = jinjamark.chat_environment(limits=jinjamark.Limits(max_loop_iterations=5))
+    with pytest.raises(jinjamark.LimitExceeded) as caught:  # charged up front: before the body
+        env.from_string("{{ 'a' }}\n  {% for x in range(6) %}{{ raise_exception('body') }}"
+                        "{% endfor %}").render()
+    assert (caught.value.lineno, caught.value.column) == (2, 3)
+    with pytest.raises(jinjamark.TemplateError, match="body"):  # per iteration: the body first
+        env.from_string("{% for x in items %}{{ raise_exception('body') }}{% endfor %}"
+                        ).render(items=Lying())

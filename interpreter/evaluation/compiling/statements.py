@@ -19,7 +19,7 @@ from ..printer import print_output, print_text, write
 from .access import path_code, read_path
 from .core import Code, compile_body, compile_node, compile_statements, compiles, scope_neutral, shared_steps
 from .operators import compile_sum
-from ..loops import LoopSignal, assign, filtered, loop_iterator, recursion
+from ..loops import LoopSignal, assign, charged_up_front, filtered, loop_iterator, recursion
 
 
 @compiles(ast.Text)
@@ -155,7 +155,7 @@ def compile_for(node: ast.For) -> Code:
     same `run` over `items`, one level deeper (loops.recursion)."""
     iterable_code = compile_node(node.iter)
     otherwise: list = []  # the `else` body's closure, compiled when it first runs
-    wants_loop, reuse, writes = _loop_facts(node)
+    wants_loop, reuse, writes, extended = _loop_facts(node)
     # One frame, one dict, for all iterations: nothing keeps the frame and nothing writes it
     fixed = reuse and type(node.target) is ast.NameTarget and not writes
     statements: list = []  # [codes, cost + 1], compiled at the first run
@@ -181,8 +181,9 @@ def compile_for(node: ast.For) -> Code:
         codes, cost = statements
         items = iterator if loop is None else loop
         try:
-            completed = _iterate(ev, scope, items, loop, codes, cost, node.target, reuse, fixed,
-                                 LoopSignal, assign)
+            charged = not extended and charged_up_front(ev, iterable, length, cost)
+            completed = _iterate(ev, scope, items, loop, codes, 0 if charged else cost,
+                                 node.target, reuse, fixed, LoopSignal, assign)
         except LoopSignal:
             raise
         except Exception as e:
@@ -200,7 +201,8 @@ def _iterate(ev: Any, scope: Any, items: Any, loop: Any, codes: tuple, cost: int
     the loop's `else` otherwise). Each iteration has a frame of its own; or, when nothing in the
     body can keep a frame beyond the iteration (`reuse`), the same frame with new variables; or,
     when the body does not write its frame either (`fixed`), the same frame and dict, the item
-    set in it. (`LoopSignal` and `assign`, from loops.py, are passed in as locals.)"""
+    set in it. `cost`: the steps of an iteration, 0 when the loop was charged up front
+    (loops.charged_up_front). (`LoopSignal` and `assign`, from loops.py, are passed in as locals.)"""
     name = target.name if type(target) is ast.NameTarget else None
     budget = ev.budget
     completed = False
@@ -209,12 +211,13 @@ def _iterate(ev: Any, scope: Any, items: Any, loop: Any, codes: tuple, cost: int
     if fixed:
         variables = inner.vars = {name: None} if loop is None else {name: None, "loop": loop}
     for item in items:
-        budget.iterations -= 1
-        if budget.iterations < 0:
-            budget.iterate(0)  # raises LimitExceeded
-        ev.steps -= cost
-        if ev.steps <= 0:
-            ev.steps = budget.refuel(ev.steps)
+        if cost:
+            budget.iterations -= 1
+            if budget.iterations < 0:
+                budget.iterate(0)  # raises LimitExceeded
+            ev.steps -= cost
+            if ev.steps <= 0:
+                ev.steps = budget.refuel(ev.steps)
         if fixed:
             variables[name] = item
         else:
@@ -251,13 +254,15 @@ _KEEPS_FRAME = frozenset({ast.Macro, ast.CallBlock, ast.Import, ast.FromImport, 
 _WRITES_FRAME = frozenset({ast.Assign, ast.AssignBlock, ast.Macro, ast.Import, ast.FromImport})
 
 
-def _loop_facts(node: ast.For) -> tuple[bool, bool, bool]:
+def _loop_facts(node: ast.For) -> tuple[bool, bool, bool, bool]:
     """In one walk of a loop's bodies: whether they read `loop` (an extension's node may),
-    whether nothing in the body can keep its frame beyond an iteration, and whether the body
-    sets names in its frame."""
-    reads_loop, stays_inside, writes = False, True, False
+    whether nothing in the body can keep its frame beyond an iteration, whether the body
+    sets names in its frame, and whether a node not the core's is in it (an extension's, even
+    a scope-neutral one as `break`, may end the loop: loops.LoopSignal)."""
+    reads_loop, stays_inside, writes, extended = False, True, False, False
     for inner in ast.walk(node.body):
         kind = type(inner)
+        extended = extended or kind.__module__ != ast.__name__
         if not scope_neutral(kind):  # an extension's node may read `loop`, or keep its frame
             reads_loop, stays_inside = True, False
         elif kind is ast.Name:
@@ -271,7 +276,7 @@ def _loop_facts(node: ast.For) -> tuple[bool, bool, bool]:
         reads_loop = any(type(inner) is ast.Name and inner.name == "loop"
                          or not scope_neutral(type(inner))
                          for inner in ast.walk(node.otherwise))
-    return reads_loop, stays_inside, writes
+    return reads_loop, stays_inside, writes, extended
 
 
 # ---------------------------------------------------------------------------- assignment

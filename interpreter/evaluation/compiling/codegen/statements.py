@@ -190,7 +190,7 @@ class StatementWriter(ExpressionWriter):
         closure's (False)."""
         if node.recursive:
             return False
-        wants_loop, reuse, writes = _loop_facts(node)
+        wants_loop, reuse, writes, extended = _loop_facts(node)
         target = node.target
         name = target.name if type(target) is ast.NameTarget else None
         fixed = reuse and name is not None and not writes
@@ -214,13 +214,20 @@ class StatementWriter(ExpressionWriter):
             loop = f", 'loop': {items}" if wants_loop else ""
             self.line(f"{variables} = {inner}.vars = {{{name!r}: None{loop}}}")
         self.line(f"{completed} = False")
+        cost = sum(map(size, node.body)) + 1  # an iteration is a step even when its body is empty
+        charged = self.temp()
         self.line("try:")
+        self.line(f"    {charged} = False" if extended else
+                  f"    {charged} = charged_up_front(ev, {iterable}, {length}, {cost})")
         self.line(f"    for {item} in {items}:")
         self.depth += 2
         self.blocks += 3
+        self.line(f"if not {charged}:")
+        self.depth += 1
         self.line("budget.iterations -= 1")
         self.line("if budget.iterations < 0: budget.iterate(0)")
-        self.charge(sum(map(size, node.body)) + 1)
+        self.charge(cost)
+        self.depth -= 1
         if fixed:
             self.line(f"{variables}[{name!r}] = {item}")
             inside = {**local, name: item, "loop": items if wants_loop else None}
