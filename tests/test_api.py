@@ -189,6 +189,28 @@ def test_chat_tojson_is_json_dumps_with_transformers_arguments():
     assert env.from_string(source).render(data=data) == oracle.environment().from_string(source).render(data=data)
 
 
+@pytest.mark.parametrize("options", [
+    "", "indent=2", "sort_keys=true", "ensure_ascii=true", "separators=(',', ':')",
+    "separators=[',', ':']", "indent='--', sort_keys=true", "indent=2, separators=(',', ': ')",
+    "nonsense=1",
+])
+def test_chat_tojson_of_each_option_set_is_transformers(options):
+    # an encoder is kept per set of options (values/jsonmarks._encoded): each set writes its own
+    # text, render after render, and what json.dumps refuses is refused
+    env, theirs = jinjamark.chat_environment(), oracle.environment()
+    data = {"b": "é", "a": [1, None, True, 2.5, {"k": "<v>"}]}
+    source = f"{{{{ data|tojson({options}) }}}}|{{{{ data|tojson }}}}|{{{{ 'x'|tojson({options}) }}}}"
+    try:
+        want = theirs.from_string(source).render(data=data)
+    except TypeError as error:
+        with pytest.raises(jinjamark.TemplateError, match="nonsense"):
+            env.from_string(source).render(data=data)
+        assert "nonsense" in str(error)
+        return
+    for _ in range(2):
+        assert env.from_string(source).render(data=data) == want
+
+
 def test_plain_environment_tojson_is_jinja2s():
     source = "{{ data|tojson }}"
     data = {"b": "<é>", "a": "'&'"}

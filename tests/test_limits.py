@@ -682,3 +682,16 @@ def test_adding_a_huge_number_to_text_is_the_type_error_not_a_work_limit(times):
     messages = [{"role": "user", "content": "x"}] * (times - 1) + [{"role": "user", "content": 10**30}]
     with pytest.raises(jinjamark.TemplateRuntimeError, match=r'can only concatenate str \(not "int"\) to str'):
         chat.render(messages)
+
+
+def test_dictsort_is_charged_for_what_it_compares():
+    # By key, only the keys are compared: values of 2^40 shared leaves cost nothing to sort (as
+    # in Jinja2); by value, the values are, and such values are refused before sorting.
+    shared = ("{% set ns = namespace(x=[1], y=[1]) %}{% for i in range(40) %}"
+              "{% set ns.x = [ns.x, ns.x] %}{% set ns.y = [ns.y, ns.y] %}{% endfor %}")
+    by_key = shared + "{{ ({'b': ns.x, 'a': ns.y}|dictsort)[0][0] }}"
+    assert jinjamark.chat_environment().from_string(by_key).render() == "a"
+    assert oracle.compiled(by_key).render() == "a"
+    with pytest.raises(jinjamark.LimitExceeded):
+        jinjamark.chat_environment().from_string(
+            shared + "{{ {'b': ns.x, 'a': ns.y}|dictsort(by='value')|length }}").render()

@@ -175,7 +175,7 @@ def do_dictsort(value: Any, case_sensitive: bool = False, by: str = "key",
     def key(item: tuple) -> Any:
         return item[position] if case_sensitive else ignore_case(item[position])
     items = list(value.items())
-    metering.charge_sort(items)
+    metering.charge_sort([item[position] for item in items])  # what the sort compares
     return sorted(items, key=key, reverse=reverse)
 
 

@@ -328,8 +328,9 @@ def template_messages(messages: list[dict], walk: Callable[[Any, int], Any],
             m = marked(message, 1, left)
         elif walk is not plain:
             m = walk(message, 1)
-        elif check_input(message, 1):
-            m = message  # tool calls, typed content: JSON as json.loads made it, one walk
+        elif _flat_message(message) or check_input(message, 1):
+            m = message  # text messages at a look; tool calls, typed content: JSON as
+            # json.loads made it, one walk
         else:
             m = _plain_dict(message, 2)
         if walk is marked:
@@ -373,8 +374,11 @@ def flat_messages(conversation: Any, marks: bool,
 
 
 def _flat_message(message: Any) -> bool:
+    """A plain dict of str keys (no reasoning alias) and exact str, int, float or bool values."""
     if type(message) is not dict:
         return False
+    if len(message) == 2 and type(message.get("role")) is str and type(message.get("content")) is str:
+        return True  # a role and a text, the commonest message: two looks
     for k, v in message.items():
         if type(v) not in _FLAT or type(k) is not str or k in REASONING_FIELDS:
             return False

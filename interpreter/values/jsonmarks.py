@@ -30,13 +30,13 @@ def _number_span(number: Any, at: int, end: int) -> tuple:
 def dumps(value: Any, **kwargs: Any) -> str:
     if type(value) is Input and kwargs.get("cls") is None:  # `key|tojson`, `arg|tojson`
         metering.charge(len(value) * metering.TEXT)
-        text = json.dumps(value, **kwargs)
+        text = _encoded(value, kwargs)
         # all between the quotes is the input's characters or their escapes
         return make(text, ((1, len(text) - 1),)) if len(text) > 2 else text
     may_hold_input = check_printable(value)  # the same walk tells if any str is a subclass
     if isinstance(value, str):
         metering.charge(len(value) * metering.TEXT)  # check_printable charges containers
-    text = json.dumps(value, **kwargs)
+    text = _encoded(value, kwargs)
     if not may_hold_input or not has_input(value):
         return text
     try:
@@ -48,6 +48,25 @@ def dumps(value: Any, **kwargs: Any) -> str:
     except Exception:  # noqa: BLE001 - any failure only costs precision, never safety
         return taint(text, value)
     return marked
+
+
+def _encoded(value: Any, kwargs: dict) -> str:
+    """`json.dumps(value, **kwargs)`, by an encoder made once for these options: json.dumps
+    makes one per call for any options but its defaults (as transformers' tojson passes),
+    which took longer than writing a short value."""
+    try:
+        key = tuple(kwargs.items())
+        encoder = _ENCODERS.get(key)
+    except TypeError:  # an option that is no key (separators as a list)
+        return json.dumps(value, **kwargs)
+    if encoder is None:
+        if len(_ENCODERS) >= 64 or kwargs.get("cls") is not None or kwargs.get("default") is not None:
+            return json.dumps(value, **kwargs)  # an encoder class, a function: not kept
+        encoder = _ENCODERS[key] = json.JSONEncoder(**kwargs)  # it keeps no state between calls
+    return encoder.encode(value)
+
+
+_ENCODERS: dict[tuple, json.JSONEncoder] = {}
 
 
 # ---------------------------------------------------------------------------- the fast path
