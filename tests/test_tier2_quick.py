@@ -306,3 +306,33 @@ def test_a_loop_is_charged_per_iteration_where_its_length_may_not_hold(monkeypat
     with pytest.raises(jinjamark.TemplateError, match="body"):  # per iteration: the body first
         env.from_string("{% for x in items %}{{ raise_exception('body') }}{% endfor %}"
                         ).render(items=Lying())
+
+
+# Unpacking a loop's items (loops.assign): an exact tuple of the target's length is bound at
+# once, anything else walked as Jinja2 walks it (lists, strings, nested targets, wrong lengths).
+UNPACKING = [
+    "{% for k, v in d|items %}{{ k }}={{ v }};{% endfor %}",
+    "{% for k, v in d|dictsort %}{{ k }}{{ v }}{% endfor %}",
+    "{% for (a, b), c in [((1, 2), 3), ([4, 5], 6)] %}{{ a }}{{ b }}{{ c }}{% endfor %}",
+    "{% for a, (b, c) in [(1, (2, 3)), (4, 'xy')] %}{{ a }}{{ b }}{{ c }}{% endfor %}",
+    "{% for a, b in ['xy', [1, 2], (3, 4)] %}{{ a }}{{ b }}{% endfor %}",
+    "{% for a, b in [(1, 2, 3)] %}{{ a }}{% endfor %}",
+    "{% for a, b in [(1,)] %}{{ a }}{% endfor %}",
+    "{% for a, b in d|items if b %}{{ a }}{{ loop.index }}{% endfor %}",
+]
+
+
+@pytest.mark.parametrize("hot", [10 ** 9, 1])
+@pytest.mark.parametrize("source", UNPACKING)
+def test_loop_items_unpack_as_in_jinja2(monkeypatch, hot, source):
+    monkeypatch.setattr(tiers, "HOT", hot)
+    data = {"d": {"b": 2, "a": 1, "c": 0}}
+    try:
+        want = ("text", oracle.compiled(source).render(**data))
+    except Exception as error:  # noqa: BLE001 - the error is what is compared
+        want = ("error", str(error))
+    try:
+        got = ("text", jinjamark.chat_environment().from_string(source).render(**data))
+    except jinjamark.TemplateError as error:
+        got = ("error", str(error).split("\n")[0])
+    assert got == want

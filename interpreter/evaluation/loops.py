@@ -108,10 +108,20 @@ def assign(ev: Any, target: Any, value: Any, scope: Scope) -> None:
     if type(target) is ast.NameTarget:
         scope.vars[target.name] = value
     elif type(target) is ast.TupleTarget:
+        if type(value) is tuple and len(value) == len(target.items):  # `for k, v in d|items`
+            variables = scope.vars
+            for sub, item in zip(target.items, value):
+                if type(sub) is ast.NameTarget:
+                    variables[sub.name] = item
+                else:
+                    assign(ev, sub, item, scope)
+            return
         values = list(loop_items(value))
-        if len(values) != len(target.items):
-            word = "many" if len(values) > len(target.items) else "few"
-            raise TemplateRuntimeError(f"too {word} values to unpack (expected {len(target.items)})")
+        if len(values) != len(target.items):  # Python's words, which Jinja2 gives
+            expected = len(target.items)
+            raise TemplateRuntimeError(f"too many values to unpack (expected {expected})"
+                                       if len(values) > expected else
+                                       f"not enough values to unpack (expected {expected}, got {len(values)})")
         for sub, item in zip(target.items, values):
             assign(ev, sub, item, scope)
     else:
