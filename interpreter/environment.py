@@ -376,12 +376,18 @@ class Template:
 
     def _render(self, context: dict, overlay: Optional[dict] = None,
                 generation_spans: Optional[list] = None) -> list[str]:
-        """Render; `context` becomes the template's top-level scope (its `set`s write there)."""
-        if generation_spans is not None:
-            return _render_tracked(self, context, overlay, generation_spans)
-        env = self.environment
-        ev = Evaluator(env, env.handlers, self.name, self.source, self.memo)
-        return self._start(ev, context, overlay)
+        """Render; `context` (the caller's to give away) becomes the template's top-level scope
+        (its `set`s write there) and is emptied once the render is done: a macro defined there
+        refers to that scope, which holds the macro, and those cycles (a hundred objects a
+        render for a template of a dozen macros) would otherwise wait for the garbage collector."""
+        try:
+            if generation_spans is not None:
+                return _render_tracked(self, context, overlay, generation_spans)
+            env = self.environment
+            ev = Evaluator(env, env.handlers, self.name, self.source, self.memo)
+            return self._start(ev, context, overlay)
+        finally:
+            context.clear()
 
     def _start(self, ev: Evaluator, context: dict, overlay: Optional[dict]) -> list[str]:
         env = self.environment

@@ -114,3 +114,39 @@ def test_a_template_dropped_after_an_error_is_freed():
     del template, table  # and with the template its environment, whose cache held it
     gc.collect()
     assert kept() is None
+
+
+# A render leaves no reference cycles behind for the garbage collector: the top-level scope,
+# which holds the macros defined there (each refers back to it), is emptied when the render is
+# done, and a loop's `break` (an exception) does not keep its frame's exception alive. The
+# standard library's JSON encoder with `indent` makes cycles of its own (json.dumps does), so
+# this template's tojson has none.
+CYCLE_FREE = (
+    "{% macro row(m) %}{{ m.role }}:{{ m.content }}{% endmacro %}"
+    "{% macro wrap() %}[{{ caller() }}]{% endmacro %}"
+    "{% set ns = namespace(n=0) %}"
+    "{% for m in messages %}{% if loop.index > 2 %}{% break %}{% endif %}"
+    "{% call wrap() %}{{ row(m) }}{% endcall %}{% set ns.n = ns.n + 1 %}{% endfor %}"
+    "{{ ns.n }}{{ messages[0]|tojson }}")
+
+
+@pytest.mark.parametrize("hot", [10 ** 9, 1])
+def test_a_render_leaves_no_cycles_for_the_collector(monkeypatch, hot):
+    import gc
+    monkeypatch.setattr(tiers, "HOT", hot)
+    chat = ChatTemplate(CYCLE_FREE)
+    template = jinjamark.chat_environment().from_string(CYCLE_FREE)
+    messages = [{"role": "user", "content": f"m{i}"} for i in range(4)]
+    renders = {"render": lambda: chat.render(messages),
+               "render_parts": lambda: chat.render_parts(messages),
+               "origins": lambda: chat.render_parts(messages, origins=True),
+               "Template.render": lambda: template.render(messages=messages)}
+    for name, render in renders.items():
+        assert render() == render()  # warm: the bodies generated, the origin variant compiled
+        gc.collect()
+        gc.disable()
+        try:
+            render()
+            assert gc.collect() == 0, name
+        finally:
+            gc.enable()

@@ -84,16 +84,19 @@ class Evaluator:
         """Raise `e` as an error at `node`: a template error gets the node's position unless an
         inner node gave it one, too deep a recursion is LimitExceeded, any other exception a
         TemplateRuntimeError; loop signals pass."""
-        if isinstance(e, LoopSignal):
-            raise e
-        if isinstance(e, TemplateError):
-            e.locate(node.span.line, node.span.column, self.name, self.source)
-            raise e
-        if isinstance(e, RecursionError):
-            error = LimitExceeded("maximum recursion depth exceeded")
-            error.locate(node.span.line, node.span.column, self.name, self.source)
-            raise error from None
-        raise self.runtime_error(e, node) from e
+        try:
+            if isinstance(e, LoopSignal):
+                raise e
+            if isinstance(e, TemplateError):
+                e.locate(node.span.line, node.span.column, self.name, self.source)
+                raise e
+            if isinstance(e, RecursionError):
+                error = LimitExceeded("maximum recursion depth exceeded")
+                error.locate(node.span.line, node.span.column, self.name, self.source)
+                raise error from None
+            raise self.runtime_error(e, node) from e
+        finally:  # the exception's traceback keeps this frame: a frame that kept the exception
+            e = None  # too would be a cycle for the collector (a `break` raises one per loop)
 
     def runtime_error(self, e: Exception, node: Any) -> TemplateRuntimeError:
         message = str(e) if not isinstance(e, KeyError) else f"key {e}"

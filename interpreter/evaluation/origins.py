@@ -513,7 +513,8 @@ def render(template: Any, context: dict, overlay: Optional[dict] = None,
     """Render `template` (a Template) recording origins: its runs (`parts`: its origin parts).
     `messages`: the list whose dicts are the conversation's turns (default: the context's
     `messages`); `prompting`: whether add_generation_prompt is true (default: the context's, as
-    a template tests it)."""
+    a template tests it). `context` is the caller's to give away: emptied after the render, as
+    Template._render empties its own (the cycles of macros and their scope are then freed at once)."""
     if messages is None:
         messages = context.get("messages")
     if prompting is None:
@@ -527,4 +528,5 @@ def render(template: Any, context: dict, overlay: Optional[dict] = None,
     finally:
         TRACING.reset(tracing)
         _RECORDER.reset(token)
+        context.clear()
     return origin_parts(pieces) if parts else resolve(pieces)
