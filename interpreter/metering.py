@@ -86,9 +86,9 @@ def stop(token: contextvars.Token) -> None:
     _meter.reset(token)
 
 
-def running() -> Optional[Meter]:
-    """The meter of the render running now; None outside a render."""
-    return _meter.get()
+# The meter of the render running now, None outside a render (the context variable's own get:
+# limits.current() asks it for every size check).
+running: Callable[[], Optional[Meter]] = _meter.get
 
 
 def meter() -> Meter:

@@ -39,10 +39,15 @@ SCOPE_NEUTRAL: set[type] = set()
 CONSTANT_PIECES: dict[type, Callable[[Any], Any]] = {}
 
 
+def core_node(kind: type) -> bool:
+    """Whether nodes of this class are the core's own (grammar/ast.py), not an extension's."""
+    return kind.__module__ == ast.__name__
+
+
 def scope_neutral(kind: type) -> bool:
     """Whether nodes of this class are the core's own or declared scope-neutral; any other
     node class (an extension's handler) may read, bind or keep the frame it runs in."""
-    return kind.__module__ == ast.__name__ or kind in SCOPE_NEUTRAL
+    return core_node(kind) or kind in SCOPE_NEUTRAL
 
 
 def compiles(*kinds: type) -> Callable[[Compiler], Compiler]:

@@ -17,7 +17,8 @@ from ...values.runtime import LoopContext
 from ..scope import Scope
 from ..printer import print_output, print_text, write
 from .access import path_code, read_path
-from .core import Code, compile_body, compile_node, compile_statements, compiles, scope_neutral, shared_steps
+from .core import (Code, compile_body, compile_node, compile_statements, compiles, core_node, scope_neutral,
+                   shared_steps)
 from .operators import compile_sum
 from ..loops import LoopSignal, assign, charged_up_front, filtered, loop_iterator, recursion
 
@@ -262,7 +263,7 @@ def _loop_facts(node: ast.For) -> tuple[bool, bool, bool, bool]:
     reads_loop, stays_inside, writes, extended = False, True, False, False
     for inner in ast.walk(node.body):
         kind = type(inner)
-        extended = extended or kind.__module__ != ast.__name__
+        extended = extended or not core_node(kind)
         if not scope_neutral(kind):  # an extension's node may read `loop`, or keep its frame
             reads_loop, stays_inside = True, False
         elif kind is ast.Name:
