@@ -36,6 +36,7 @@ LINKS = 800     # urlize: a regular expression and Python steps per word
 ITEM = 25       # an item through C code: in, max, sort, list(), a leaf of a comparison
 WALK = 60       # an item of a container measured before a comparison (its type, its length)
 CALL = 3000     # an item through a Python loop that calls back: map, select, batch, groupby
+PRINT_BASE = 2000  # a call that prints a value other than text (`string` of a list: repr's setup)
 CLOCK = 1_000_000  # units between looks at the clock
 
 
@@ -301,8 +302,18 @@ def charge_building(left: Any, right: Any, op: str) -> None:
 def charge_sort(items: list) -> None:
     """Before ordering (or grouping) `items` by comparisons: each item walked, about log n
     times, and a key computed per item in Python."""
-    charge(len(items) * CALL)
-    charge(walked(items) * max(1, len(items).bit_length()))
+    n = len(items)
+    if n <= 16:  # a few texts (a dict's keys): what walked() comes to for them, in short
+        characters = 0
+        for item in items:
+            if type(item) is not str:
+                break
+            characters += len(item)
+        else:
+            charge(n * (CALL + WALK) + (n * ITEM + characters * FIND) * max(1, n.bit_length()))
+            return
+    charge(n * CALL)
+    charge(walked(items) * max(1, n.bit_length()))
 
 
 def each(items: Any, cost: float = CALL) -> Iterator[Any]:

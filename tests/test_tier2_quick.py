@@ -244,8 +244,9 @@ LOOPS = ("{% for m in messages %}{{ m.role }}{% for ch in m.content %}{{ ch }}{%
 LOOP_MESSAGES = [{"role": "user", "content": "abc"}, {"role": "assistant", "content": ""}] * 5
 
 
-def least_limit(source: str, limit: str) -> int:
-    """The least value of a limit (max_fuel, max_loop_iterations) under which `source` renders."""
+def least_limit(source: str, limit: str, high: int = 100_000) -> int:
+    """The least value of a limit (max_fuel, max_loop_iterations, max_work) under which
+    `source` renders (it renders under `high`)."""
     def renders(value):
         env = jinjamark.chat_environment(limits=jinjamark.Limits(**{limit: value}))
         try:
@@ -253,7 +254,7 @@ def least_limit(source: str, limit: str) -> int:
         except jinjamark.LimitExceeded:
             return False
         return True
-    low, high = 0, 100_000  # low runs out, high renders
+    low = 0  # low runs out, high renders
     while high - low > 1:
         middle = (low + high) // 2
         low, high = (low, middle) if renders(middle) else (middle, high)
@@ -275,6 +276,26 @@ def test_loops_charged_up_front_cost_what_they_cost_per_iteration_in_both_tiers(
     assert len(set(found.values())) == 1, found
     # messages, characters, keys up to the break, the filtered range's items, the dict's items
     assert found[True, 1][1] == 10 + 15 + 10 + 20 + 2
+
+
+# Filters the generated code calls itself on text with literal arguments (codegen's light
+# calls: `string` and `replace` by their text forms, `trim` by str's own method) charge the work
+# their metered call charges, and so do `dictsort` and the loops over what it gives: the least
+# max_work that renders is the same in both tiers.
+LIGHT = ("{% for m in messages %}{{ m.content|string|replace('b', '&amp;')|replace('c', 'xyz', 1) }}"
+         "{{ m.role|trim|replace('s', 'S') }}{{ m|string|replace('r', 'R') }}"
+         "{% for k, v in m|dictsort %}{{ k|replace(k, v) }}{% endfor %}{% endfor %}")
+
+
+def test_light_filter_calls_cost_what_the_filters_cost_in_both_tiers(monkeypatch):
+    from jinjamark import metering
+    monkeypatch.setattr(metering, "CLOCK", 0)  # the work left looked at after every charge
+    found = {}
+    for hot in (10 ** 9, 1):
+        monkeypatch.setattr(tiers, "HOT", hot)
+        found[hot] = least_limit(LIGHT, "max_work", high=10 ** 9)
+    assert found[1] == found[10 ** 9], found
+    assert found[1] > 100_000  # the work measured is the filters' (dictsort: 10,000 units a call)
 
 
 class Lying:
@@ -308,6 +329,42 @@ def test_a_loop_is_charged_per_iteration_where_its_length_may_not_hold(monkeypat
                         ).render(items=Lying())
 
 
+# `replace` and `string` of text with literal arguments, written as the generated code calls them
+# (their text forms), against Jinja2: marks kept, numbers as arguments, a count, autoescaping.
+REPLACING = [
+    "{% for x in xs %}{{ x|string|replace('a', 5)|replace(1, 'b') }}|{{ x|replace('o', '0', 1) }}{% endfor %}",
+    "{% for x in xs %}{{ x|replace('', '-') }}{{ x|replace('o', x) }}{{ x|replace('a', '<b>') }}{% endfor %}",
+    "{% for x in xs %}{{ x|replace('o', 'O', none) }}{{ x|string|replace('a', 'A', 0) }}{% endfor %}",
+    "{% for x in xs %}{{ x|replace('o', 'O', 'x') }}{% endfor %}",
+]
+
+
+@pytest.mark.parametrize("autoescape", [False, True])
+@pytest.mark.parametrize("hot", [10 ** 9, 1])
+@pytest.mark.parametrize("source", REPLACING)
+def test_replace_of_text_is_jinja2s(monkeypatch, hot, source, autoescape):
+    monkeypatch.setattr(tiers, "HOT", hot)
+    data = {"xs": ["foo a1", 3, "a<o&o", [1, "a"]]}
+    theirs = oracle.environment()
+    theirs.autoescape = autoescape
+    try:
+        want = ("text", theirs.from_string(source).render(**data))
+    except Exception as error:  # noqa: BLE001 - the error is what is compared
+        want = ("error", type(error).__name__)
+    ours = jinjamark.chat_environment()
+    ours.autoescape = autoescape
+    try:
+        template = ours.from_string(source)
+        got = ("text", template.render(**data))
+        parts = template.render_parts(xs=[jinjamark.mark_input(x) if isinstance(x, str) else x
+                                          for x in data["xs"]])
+        assert "".join(p.text for p in parts) == got[1]
+    except jinjamark.TemplateError as error:
+        got = ("error", "TypeError" if "TypeError" in repr(error.__cause__) or "must be" in str(error)
+               else type(error).__name__)
+    assert got == want
+
+
 # Unpacking a loop's items (loops.assign): an exact tuple of the target's length is bound at
 # once, anything else walked as Jinja2 walks it (lists, strings, nested targets, wrong lengths).
 UNPACKING = [
@@ -319,6 +376,9 @@ UNPACKING = [
     "{% for a, b in [(1, 2, 3)] %}{{ a }}{% endfor %}",
     "{% for a, b in [(1,)] %}{{ a }}{% endfor %}",
     "{% for a, b in d|items if b %}{{ a }}{{ loop.index }}{% endfor %}",
+    "{% for a, a in [(1, 2), 'xy'] %}{{ a }}{% endfor %}",  # the last name bound wins
+    "{% for k, v in d|dictsort %}{{ k }}{% set v = k ~ v %}{{ v }}{% endfor %}",
+    "{% for k, v in d|items %}{% for k, w in [(v, k)] %}{{ k }}{{ w }}{% endfor %}{{ k }}{% endfor %}",
 ]
 
 

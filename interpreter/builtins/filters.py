@@ -183,7 +183,7 @@ _BASE: dict[str, float] = {
     "pprint": 10_000, "selectattr": 5_000, "rejectattr": 5_000, "select": 3_000, "reject": 3_000,
     "map": 3_000, "unique": 3_000, "batch": 3_000, "slice": 3_000, "max": 3_000, "min": 3_000,
     "tojson": 3_000, "title": 3_000, "format": 3_000, "xmlattr": 3_000, "urlencode": 3_000,
-    "string": 2_000, "filesizeformat": 2_000,
+    "filesizeformat": 2_000,  # and `string` of what is not text: metering.PRINT_BASE
 }
 FILTERS.update({name: metering.metered(FILTERS[name], cost, base=_BASE.get(name, 0))
                 for name, cost in _COSTS.items()})

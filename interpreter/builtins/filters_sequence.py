@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import abc
 from itertools import groupby
+from operator import itemgetter
 from typing import Any, Callable, Iterator, Optional
 
 from ..values import marks
@@ -144,10 +145,11 @@ def do_slice(value: Any, slices: int, fill_with: Any = None) -> Iterator[list]:
 
 
 def do_items(value: Any) -> Iterator[tuple]:
-    if isinstance(value, Undefined):
-        return
-    if not isinstance(value, abc.Mapping):
-        raise TypeError("Can only get item pairs from a mapping.")
+    if type(value) is not dict:
+        if isinstance(value, Undefined):
+            return
+        if not isinstance(value, abc.Mapping):
+            raise TypeError("Can only get item pairs from a mapping.")
     yield from value.items()
 
 
@@ -171,12 +173,22 @@ def do_dictsort(value: Any, case_sensitive: bool = False, by: str = "key",
         position = 1
     else:
         raise FilterArgumentError('You can only sort by either "key" or "value"')
-
-    def key(item: tuple) -> Any:
-        return item[position] if case_sensitive else ignore_case(item[position])
     items = list(value.items())
     metering.charge_sort([item[position] for item in items])  # what the sort compares
-    return sorted(items, key=key, reverse=reverse)
+    items.sort(key=itemgetter(position) if case_sensitive else _IGNORING_CASE[position],
+               reverse=reverse)
+    return items
+
+
+def _key_ignoring_case(item: tuple) -> Any:
+    return ignore_case(item[0])
+
+
+def _value_ignoring_case(item: tuple) -> Any:
+    return ignore_case(item[1])
+
+
+_IGNORING_CASE = (_key_ignoring_case, _value_ignoring_case)
 
 
 @pass_environment

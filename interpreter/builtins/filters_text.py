@@ -8,13 +8,14 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
+from .. import metering
 from ..limits import check_printable, check_size, check_width
 from ..values import marks
 from ..environment_tools import pass_environment, pass_eval_context
 from .filters_support import FilterArgumentError, text
 from ..values.formatting import percent_format
 from ..values.markup import Markup, escape, is_safe, markup_mod
-from ..values.methods import STR_METHODS
+from ..values.methods import STR_METHODS, str_replace
 from ..values.numbers import derived
 
 
@@ -68,16 +69,27 @@ do_trim.same_as = "strip"
 
 @pass_eval_context
 def do_replace(eval_ctx: Any, s: Any, old: Any, new: Any, count: Optional[int] = None) -> str:
-    if count is None:
-        count = -1
     if not eval_ctx.autoescape:
-        return STR_METHODS["replace"](_unsafe_text(s), _unsafe_text(old), _unsafe_text(new), count)
+        return str_replace(_unsafe_text(s), _unsafe_text(old), _unsafe_text(new),
+                           -1 if count is None else count)
     # Jinja2's test, precedence included: safe text brought in makes the receiver escaped
     if hasattr(old, "__html__") or hasattr(new, "__html__") and not hasattr(s, "__html__"):
         s = escape(s)
     else:
         s = text(s)
-    return STR_METHODS["replace"](s, text(old), text(new), count)
+    return str_replace(s, text(old), text(new), -1 if count is None else count)
+
+
+def _replace_in_text(s: str, old: Any, new: Any, count: Optional[int] = None) -> str:
+    """do_replace of text (str or marked, never safe) by plain arguments, autoescaping or not."""
+    if count is None and type(old) is str and type(new) is str:
+        return marks.replace(s, old, new)  # what str_replace comes to for such arguments
+    return str_replace(s, text(old), text(new), -1 if count is None else count)
+
+
+# What compiled code calls for text and literal arguments (codegen's light calls): the filter
+# without the eval context it only asks for escaping.
+do_replace.text_form = _replace_in_text
 
 
 def do_format(value: Any, *args: Any, **kwargs: Any) -> str:
@@ -164,7 +176,16 @@ def _runs_of(line: str, wrapped: list[str]) -> list[str]:
 
 @pass_environment
 def do_string(env: Any, value: Any) -> str:
+    if not isinstance(value, str):  # printing a container or an object takes microseconds
+        metering.charge(metering.PRINT_BASE)
     return env.to_string(value)
+
+
+def _text_itself(value: str) -> str:
+    return value
+
+
+do_string.text_form = _text_itself  # text prints as itself, marks kept
 
 
 def do_filesizeformat(value: Any, binary: bool = False) -> str:

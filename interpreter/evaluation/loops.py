@@ -3,6 +3,7 @@
 which loop-control extensions end an iteration or a loop."""
 from __future__ import annotations
 
+from types import GeneratorType
 from typing import Any, Callable
 
 from ..grammar import ast
@@ -62,6 +63,8 @@ def loop_iterator(iterable: Any) -> tuple[Any, Any]:
         return iter(iterable), len(iterable)  # a Marked string yields marked characters
     if iterable is None:
         raise TypeError("'NoneType' object is not iterable")
+    if type(iterable) is GeneratorType:  # `|items`, `|map(...)`: no length to ask for
+        return iterable, None
     iterator = iter(iterable)
     try:
         return iterator, len(iterable)
@@ -72,7 +75,8 @@ def loop_iterator(iterable: Any) -> tuple[Any, Any]:
 # What a loop may walk with its length known and fixed: Python's own containers, exactly (a host
 # object's __len__ may say less than its __iter__ gives), when the template cannot change them
 # (in an environment whose sandbox lets a template call list.append, it can).
-_FIXED_LENGTH = frozenset((list, tuple, dict, str, range))
+_FIXED_LENGTH = frozenset((list, tuple, dict, str, range,
+                           type({}.items()), type({}.keys()), type({}.values())))  # a dict's views
 
 
 def charged_up_front(ev: Any, iterable: Any, length: Any, cost: int) -> bool:

@@ -60,7 +60,9 @@ def _str_join(receiver: str, iterable: Any, /) -> str:
     return marks.join(receiver, iterable)
 
 
-def _str_replace(receiver: str, old: str, new: str, count: int = -1, /) -> str:
+def str_replace(receiver: str, old: str, new: str, count: int = -1, /) -> str:
+    """`str.replace` keeping marks (a Markup receiver escapes what it is given); the `replace`
+    filter's own work too, which charges it as a filter."""
     if isinstance(receiver, Markup):
         return receiver.replace(old, new, count)
     str.replace("", old, new, count)  # Python's own argument checks
@@ -129,7 +131,7 @@ _STR_SPECIAL: dict[str, Callable] = {
     "format": _str_format,
     "format_map": _str_format_map,
     "join": _str_join,
-    "replace": _str_replace,
+    "replace": str_replace,
     # Python centers with the extra fill character on the left when margin and width are odd
     "center": _padding(lambda margin, width: margin // 2 + (margin & width & 1), "center"),
     "ljust": _padding(lambda margin, width: 0, "ljust"),

@@ -127,11 +127,12 @@ class CallWriter(Writer):
             value, missing = self.expr(value_node, scope, local), None
         args, kwargs = self.evaluated(site.arguments, scope, local)
         builtin = FILTERS.get(site.name) if negated is None else None
+        text_form = getattr(getattr(builtin, "unmetered", None), "text_form", None)
         units = _light_units(builtin, site.arguments, value) \
-            if builtin is not None and plain_function(builtin) else None
+            if builtin is not None and (text_form or plain_function(builtin) and not getattr(builtin, "base", 0)) else None
         if units is not None:  # `text | trim` of text, marked or not, by the builtin filter
             own = getattr(builtin.unmetered, "same_as", None)  # plain text's: str's own, in C
-            called = self.constant(builtin.unmetered)
+            called = self.constant(text_form or builtin.unmetered)
             if own:
                 called = f"({self.constant(getattr(str, own))} if type({value}) is str else {called})"
             self.line(f"if {function} is {self.constant(builtin)} and type({value}) in TEXTS:")
@@ -188,7 +189,7 @@ def _light_units(builtin: Any, arguments: Any, text: str) -> Any:
     """The units metering.metered charges a call of `builtin` on the text in the local `text`
     with these arguments (literals only, none named), as an expression in the same terms and
     order as `metered` sums them (so the same charge, to the last bit); None for any other call."""
-    if getattr(builtin, "unmetered", None) is None or builtin.base or arguments.kwargs \
+    if getattr(builtin, "unmetered", None) is None or arguments.kwargs \
             or not _plain_arguments(arguments):
         return None
     values = []
@@ -197,8 +198,9 @@ def _light_units(builtin: Any, arguments: Any, text: str) -> Any:
             return None
         values.append(argument.value)
     size = sum(len(value) for value in values if type(value) is str)
-    # base + cost * size, as `metered` sums it (a light builtin's base is 0: see above)
-    units = f"{builtin.cost!r} * " + (f"(len({text}) + {size})" if size else f"len({text})")
+    # base + cost * size, as `metered` sums it
+    units = (f"{builtin.base!r} + " if builtin.base else "") + f"{builtin.cost!r} * " + \
+        (f"(len({text}) + {size})" if size else f"len({text})")
     if builtin.walk is not None:  # the text (position 0) and the arguments from `walk` on
         for position, value in enumerate([None, *values]):
             if position >= builtin.walk and (position == 0 or type(value) is str):

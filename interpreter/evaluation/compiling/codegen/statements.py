@@ -97,11 +97,11 @@ class StatementWriter(ExpressionWriter):
         values = [self.expr(item, scope, local) for item in items]
         texts = [self.temp() for _ in values]
         if len(texts) == 1:
-            self.guarded([f"{texts[0]} = to_string({values[0]})", f"if {texts[0]}:",
+            self.guarded([f"{texts[0]} = {_printed(values[0])}", f"if {texts[0]}:",
                           f"    budget.output -= len({texts[0]})", "    if budget.output < 0: budget.wrote(0)",
                           f"    out.append({texts[0]})"], node)
         else:
-            self.guarded([f"{text} = to_string({value})" for value, text in zip(values, texts)], expr)
+            self.guarded([f"{text} = {_printed(value)}" for value, text in zip(values, texts)], expr)
             self.guarded([f"budget.output -= {' + '.join(f'len({t})' for t in texts)}",
                           "if budget.output < 0: budget.wrote(0)",
                           f"out.extend(({', '.join(texts)},))"], node)
@@ -183,6 +183,26 @@ class StatementWriter(ExpressionWriter):
         self.line("break")
         self.depth -= 1
 
+    def unpacked(self, target: Any, item: str, inner: str) -> dict:
+        """A loop's new frame with `for k, v in ...`'s names bound: an exact tuple of as many
+        names at once (loops.assign's first case), anything else by loops.assign. Returns the
+        Python locals that hold the names' values (none for a nested target)."""
+        if type(target) is not ast.TupleTarget or any(type(sub) is not ast.NameTarget
+                                                      for sub in target.items):
+            self.line(f"{inner}.vars = {{}}")
+            self.line(f"assign(ev, {self.constant(target)}, {item}, {inner})")
+            return {}
+        values = [self.temp() for _ in target.items]
+        names = {sub.name: value for sub, value in zip(target.items, values)}  # the last one wins
+        self.line(f"if type({item}) is tuple and len({item}) == {len(values)}:")
+        self.line(f"    {', '.join(values)}, = {item}")
+        self.line(f"    {inner}.vars = {{{', '.join(f'{name!r}: {value}' for name, value in names.items())}}}")
+        self.line("else:")
+        self.line(f"    {inner}.vars = {{}}")
+        self.line(f"    assign(ev, {self.constant(target)}, {item}, {inner})")
+        self.line(f"    {', '.join(names.values())}, = {', '.join(f'{inner}.vars[{name!r}]' for name in names)},")
+        return names
+
     def for_(self, node: ast.For, scope: str, local: dict) -> bool:
         """compile_for and _iterate, written out: each iteration in a frame of its own, or the
         same frame with new variables (`reuse`), or the same frame and dict (`fixed`), where
@@ -199,10 +219,13 @@ class StatementWriter(ExpressionWriter):
         inner, variables, item, completed = self.temp(), self.temp(), self.temp(), self.temp()
         self.line(f"if ev.declared: ev.declare({n}, {scope})")
         self.line(f"{iterable} = {self.expr(node.iter, scope, local)}")
-        self.line("try:")
-        self.line(f"    {iterator}, {length} = loop_iterator({iterable})")
-        self.line("except Exception as e:")
-        self.line(f"    ev.fail(e, {n})")
+        self.line(f"if type({iterable}) is list or type({iterable}) is tuple: "
+                  f"{iterator}, {length} = iter({iterable}), len({iterable})")  # loop_iterator's
+        self.line("else:")
+        self.line("    try:")
+        self.line(f"        {iterator}, {length} = loop_iterator({iterable})")
+        self.line("    except Exception as e:")
+        self.line(f"        ev.fail(e, {n})")
         if node.condition is not None:
             self.line(f"{iterator}, {length} = filtered(ev, {n}, {scope}, {iterator}), None")
         if wants_loop:
@@ -218,7 +241,7 @@ class StatementWriter(ExpressionWriter):
         charged = self.temp()
         self.line("try:")
         self.line(f"    {charged} = False" if extended else
-                  f"    {charged} = charged_up_front(ev, {iterable}, {length}, {cost})")
+                  f"    {charged} = {length} is not None and charged_up_front(ev, {iterable}, {length}, {cost})")
         self.line(f"    for {item} in {items}:")
         self.depth += 2
         self.blocks += 3
@@ -234,11 +257,11 @@ class StatementWriter(ExpressionWriter):
         else:
             if not reuse:
                 self.line(f"{inner} = Scope({scope})")
+            unpacked = {}
             if name is not None:
                 self.line(f"{inner}.vars = {{{name!r}: {item}}}")
             else:
-                self.line(f"{inner}.vars = {{}}")
-                self.line(f"assign(ev, {self.constant(target)}, {item}, {inner})")
+                unpacked = self.unpacked(target, item, inner)
             if wants_loop:
                 self.line(f"{inner}.vars['loop'] = {items}")
             # The body sets names in the frame: what it never binds (the variable, `loop`, an
@@ -247,6 +270,8 @@ class StatementWriter(ExpressionWriter):
             inside = {} if bound is None else {k: v for k, v in local.items() if k not in bound}
             if bound is not None and name is not None and name not in bound:
                 inside[name] = item
+            if bound is not None:
+                inside.update((k, v) for k, v in unpacked.items() if k not in bound)
             if bound is not None and "loop" not in bound:
                 inside["loop"] = items if wants_loop else None
         self.line("try:")
@@ -301,3 +326,8 @@ def _bound_names(body: tuple) -> Any:
         elif not scope_neutral(kind):
             return None
     return names
+
+
+def _printed(value: str) -> str:
+    """to_string of the local `value`: plain text is itself (to_string's first case, inline)."""
+    return f"{value} if type({value}) is str else to_string({value})"
