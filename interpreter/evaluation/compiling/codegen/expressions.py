@@ -328,7 +328,7 @@ class ExpressionWriter(CallWriter):
             self.line(f"    if {result} is ABSENT: {result} = {general}")
         if type(node) is ast.GetItem and type(key) is int:  # `messages[0]`
             bound = f"len({obj}) >= {-key}" if key < 0 else f"len({obj}) > {key}"
-            self.line(f"elif type({obj}) is list and {bound}:")
+            self.line(f"elif (type({obj}) is list or type({obj}) is tuple) and {bound}:")
             self.line(f"    {result} = {obj}[{key!r}]")
         if key in LOOP_PROPERTIES:  # `loop.index` (a loop's; anything else called `loop` in general)
             self.line(f"elif type({obj}) is LoopContext:")
@@ -362,7 +362,7 @@ class ExpressionWriter(CallWriter):
                 self.line(f"{kind} = type({key})")
                 self.line(f"if type({result}) is dict and {kind} in DICT_KEYS: "
                           f"{result} = {result}.get({key}, ABSENT)")
-                self.line(f"elif type({result}) is list and {kind} in INDICES "
+                self.line(f"elif (type({result}) is list or type({result}) is tuple) and {kind} in INDICES "
                           f"and -len({result}) <= {key} < len({result}): {result} = {result}[{key}]")
                 self.line(f"else: {result} = ABSENT")
             elif type(key) is str:
@@ -370,9 +370,9 @@ class ExpressionWriter(CallWriter):
                           f"if type({result}) is dict else ABSENT")
             else:
                 self.line(f"if type({result}) is dict: {result} = {result}.get({key!r}, ABSENT)")
-                self.line(f"elif type({result}) is list and len({result}) >= {-key}: "
+                self.line(f"elif (type({result}) is list or type({result}) is tuple) and len({result}) >= {-key}: "
                           f"{result} = {result}[{key!r}]" if key < 0 else
-                          f"elif type({result}) is list and {key} < len({result}): "
+                          f"elif (type({result}) is list or type({result}) is tuple) and {key} < len({result}): "
                           f"{result} = {result}[{key!r}]")
                 self.line(f"else: {result} = ABSENT")
         self.depth -= opened - 1

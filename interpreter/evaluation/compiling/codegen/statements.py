@@ -6,7 +6,7 @@ its branch in one dict look), `for`
 out; any other statement is a call of its closure, after which the output list and the fast flag are read again."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from ....grammar import ast
 from ..core import CONSTANT_PIECES, scope_neutral, shared_steps, size
@@ -183,25 +183,30 @@ class StatementWriter(ExpressionWriter):
         self.line("break")
         self.depth -= 1
 
-    def unpacked(self, target: Any, item: str, inner: str) -> dict:
-        """A loop's new frame with `for k, v in ...`'s names bound: an exact tuple of as many
-        names at once (loops.assign's first case), anything else by loops.assign. Returns the
-        Python locals that hold the names' values (none for a nested target)."""
-        if type(target) is not ast.TupleTarget or any(type(sub) is not ast.NameTarget
-                                                      for sub in target.items):
+    def unpacked(self, target: Any, item: str, inner: str, variables: Optional[str]) -> dict:
+        """`for k, v in ...`'s names bound in the loop's frame: an exact tuple of as many names
+        at once (loops.assign's first case), anything else by loops.assign; into the frame's
+        dict `variables` when it is kept from one iteration to the next, else a new one.
+        Returns the Python locals that hold the names' values (none for a nested target)."""
+        names = _flat_names(target)
+        if names is None:
             self.line(f"{inner}.vars = {{}}")
             self.line(f"assign(ev, {self.constant(target)}, {item}, {inner})")
             return {}
-        values = [self.temp() for _ in target.items]
-        names = {sub.name: value for sub, value in zip(target.items, values)}  # the last one wins
+        values = [self.temp() for _ in names]
+        held = dict(zip(names, values))  # a name given twice holds the last value
         self.line(f"if type({item}) is tuple and len({item}) == {len(values)}:")
         self.line(f"    {', '.join(values)}, = {item}")
-        self.line(f"    {inner}.vars = {{{', '.join(f'{name!r}: {value}' for name, value in names.items())}}}")
+        if variables is None:
+            self.line(f"    {inner}.vars = {{{', '.join(f'{name!r}: {value}' for name, value in held.items())}}}")
+        else:
+            self.line(f"    {'; '.join(f'{variables}[{name!r}] = {value}' for name, value in held.items())}")
         self.line("else:")
-        self.line(f"    {inner}.vars = {{}}")
+        if variables is None:
+            self.line(f"    {inner}.vars = {{}}")
         self.line(f"    assign(ev, {self.constant(target)}, {item}, {inner})")
-        self.line(f"    {', '.join(names.values())}, = {', '.join(f'{inner}.vars[{name!r}]' for name in names)},")
-        return names
+        self.line(f"    {', '.join(held.values())}, = {', '.join(f'{inner}.vars[{name!r}]' for name in held)},")
+        return held
 
     def for_(self, node: ast.For, scope: str, local: dict) -> bool:
         """compile_for and _iterate, written out: each iteration in a frame of its own, or the
@@ -213,7 +218,8 @@ class StatementWriter(ExpressionWriter):
         wants_loop, reuse, writes, extended = _loop_facts(node)
         target = node.target
         name = target.name if type(target) is ast.NameTarget else None
-        fixed = reuse and name is not None and not writes
+        names = [name] if name is not None else _flat_names(target)
+        fixed = reuse and names is not None and not writes
         n = self.constant(node)
         iterable, iterator, length, items = self.temp(), self.temp(), self.temp(), self.temp()
         inner, variables, item, completed = self.temp(), self.temp(), self.temp(), self.temp()
@@ -234,8 +240,8 @@ class StatementWriter(ExpressionWriter):
             self.line(f"{items} = {iterator}")
         self.line(f"{inner} = Scope({scope})")
         if fixed:
-            loop = f", 'loop': {items}" if wants_loop else ""
-            self.line(f"{variables} = {inner}.vars = {{{name!r}: None{loop}}}")
+            declared = ", ".join([*(f"{n!r}: None" for n in dict.fromkeys(names)), *([f"'loop': {items}"] if wants_loop else [])])
+            self.line(f"{variables} = {inner}.vars = {{{declared}}}")
         self.line(f"{completed} = False")
         cost = sum(map(size, node.body)) + 1  # an iteration is a step even when its body is empty
         charged = self.temp()
@@ -251,9 +257,12 @@ class StatementWriter(ExpressionWriter):
         self.line("if budget.iterations < 0: budget.iterate(0)")
         self.charge(cost)
         self.depth -= 1
-        if fixed:
+        if fixed and name is not None:
             self.line(f"{variables}[{name!r}] = {item}")
             inside = {**local, name: item, "loop": items if wants_loop else None}
+        elif fixed:
+            inside = {**local, **self.unpacked(target, item, inner, variables),
+                      "loop": items if wants_loop else None}
         else:
             if not reuse:
                 self.line(f"{inner} = Scope({scope})")
@@ -261,7 +270,7 @@ class StatementWriter(ExpressionWriter):
             if name is not None:
                 self.line(f"{inner}.vars = {{{name!r}: {item}}}")
             else:
-                unpacked = self.unpacked(target, item, inner)
+                unpacked = self.unpacked(target, item, inner, None)
             if wants_loop:
                 self.line(f"{inner}.vars['loop'] = {items}")
             # The body sets names in the frame: what it never binds (the variable, `loop`, an
@@ -277,7 +286,8 @@ class StatementWriter(ExpressionWriter):
         self.line("try:")
         self.depth += 1
         self.statements(node.body, inner, inside)
-        self.line(f"{completed} = True")
+        if node.otherwise:
+            self.line(f"{completed} = True")
         self.depth -= 1
         self.line("except LoopSignal as signal:")
         self.line("    if signal.stop: break")
@@ -331,3 +341,10 @@ def _bound_names(body: tuple) -> Any:
 def _printed(value: str) -> str:
     """to_string of the local `value`: plain text is itself (to_string's first case, inline)."""
     return f"{value} if type({value}) is str else to_string({value})"
+
+
+def _flat_names(target: Any) -> Optional[list]:
+    """The names of `for a, b in ...`'s target when each item is a name, else None."""
+    if type(target) is ast.TupleTarget and all(type(sub) is ast.NameTarget for sub in target.items):
+        return [sub.name for sub in target.items]
+    return None
