@@ -396,3 +396,24 @@ def test_loop_items_unpack_as_in_jinja2(monkeypatch, hot, source):
     except jinjamark.TemplateError as error:
         got = ("error", str(error).split("\n")[0])
     assert got == want
+
+
+@pytest.mark.parametrize("hot", [10 ** 9, 1])
+def test_filters_and_tests_are_looked_up_once_per_render(monkeypatch, hot):
+    """As Jinja2 looks a template's filters up when its render starts: a macro called per item
+    finds them once per render (the generated code keeps them, and whether each is the builtin
+    it calls directly, in the evaluator), and the next render sees the environment's filters
+    and tests as they are then."""
+    monkeypatch.setattr(tiers, "HOT", hot)
+    env = jinjamark.Environment()
+    source = ("{% macro m(x, n) %}{{ x|upper }}{{ '+' if n is odd }}{% endmacro %}"
+              "{% for x in xs %}{{ m(x, loop.index) }}{% endfor %}")
+    template = env.from_string(source)
+    for _ in range(2):
+        assert template.render(xs=["a", "b", "c"]) == "A+BC+"
+    env.filters["upper"] = lambda value: value + "!"
+    env.tests["odd"] = lambda value: value == 2
+    assert template.render(xs=["a", "b", "c"]) == "a!b!+c!"
+    del env.filters["upper"]
+    with pytest.raises(jinjamark.TemplateError, match="upper"):
+        template.render(xs=["a"])

@@ -63,6 +63,7 @@ class Evaluator:
         self.budget = Budget(environment.limits)
         self.steps = Budget.BATCH
         self.memo = {} if memo is None else memo  # per template: facts about its nodes
+        self.looked: dict = {}  # per generated function: its filters and tests, found once
         # the operators the sandbox intercepts (Jinja2's intercepted_binops/unops; mostly none)
         self.binops, self.unops = environment.interception()
         self.code = code_table(self.memo)  # per template: each node's closure, compiled when reached

@@ -59,9 +59,33 @@ def _written(body: tuple) -> tuple[str, dict]:
     # `adding`: `{{ a + b }}` may collect its addends (written directly, `+` not intercepted).
     source = ("def body(ev, scope):\n    budget, binops, out, fast = ev.budget, ev.binops, ev.out, ev.fast\n"
               "    adding = fast and not (binops and '+' in binops)\n"
-              + "".join(line + "\n" for line in writer.prologue)
+              + _prologue(writer)
               + "\n".join(writer.lines) + "\n")
     return source, writer.constants
+
+
+def _prologue(writer: StatementWriter) -> str:
+    """The lines that find the function's filters and tests: the first call in a render looks
+    them up and keeps them in the evaluator (`ev.looked`, keyed by a constant of the function);
+    later calls (a macro's body, called per message) read them back at once."""
+    if not writer.prologue:
+        return ""
+    key = writer.constant(_Key())
+    found = [name for function, plain, _, _ in writer.prologue for name in (function, plain)]
+    lines = [f"looked = ev.looked.get({key})", "if looked is None:"]
+    for function, plain, table, name in writer.prologue:
+        known = ", PLAIN_TESTS" if table == "tests" else ""
+        lines.append(f"    {function} = ev.env.{table}.get({name!r})")
+        lines.append(f"    {plain} = {function} is not None and plain_function({function}{known})")
+    lines.append(f"    ev.looked[{key}] = {', '.join(found)},")
+    lines.append(f"else: {', '.join(found)}, = looked")
+    return "".join(f"    {line}\n" for line in lines)
+
+
+class _Key:
+    """A generated function's key in `ev.looked` (a new object per function)."""
+
+    __slots__ = ()
 
 
 def generate(body: tuple) -> Any:

@@ -45,8 +45,9 @@ class Writer:
         self.blocks = 0  # nested loops and try blocks
         self.count = 0
         self.booleans: set[str] = set()  # locals that surely hold a bool
-        # lines run once when the function starts (the filters and tests it calls, looked up)
-        self.prologue: list[str] = []
+        # the filters and tests the function calls: (local of the function, local of whether
+        # it is called plainly, table, name), looked up once per render (see _written)
+        self.prologue: list[tuple[str, str, str, str]] = []
         self.functions: dict[tuple, tuple[str, str]] = {}
 
     def line(self, text: str) -> None:
@@ -62,14 +63,12 @@ class Writer:
 
     def function(self, table: str, name: str) -> tuple[str, str]:
         """Locals holding the environment's filter (`table` "filters") or test ("tests") of this
-        name and whether it is called plainly (calls.plain_function): looked up once when the
-        function starts, as Jinja2 looks a template's filters up when its render starts."""
+        name and whether it is called plainly (calls.plain_function): looked up once per
+        render, as Jinja2 looks a template's filters up when its render starts."""
         key = (table, name)
         if key not in self.functions:
             function, plain = self.temp(), self.temp()
-            known = ", PLAIN_TESTS" if table == "tests" else ""
-            self.prologue.append(f"    {function} = ev.env.{table}.get({name!r})")
-            self.prologue.append(f"    {plain} = {function} is not None and plain_function({function}{known})")
+            self.prologue.append((function, plain, table, name))
             self.functions[key] = function, plain
         return self.functions[key]
 
