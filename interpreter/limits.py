@@ -199,26 +199,41 @@ def _small_plain_size(value: Any) -> Optional[tuple[int, int, bool]]:
     None for anything else (a container of a subclass, a host object, more items, a container
     inside itself: counted past `_SMALL`). A container met twice is walked twice here, so its
     walk may be charged twice: a few units."""
-    stack, total, walked, items, subclassed = [value], 0, 0, 0, False
+    stack, total, items, subclassed = [value], 0, 0, False
+    push, pop = stack.append, stack.pop
     while stack:
-        item = stack.pop()
+        item = pop()
         kind = type(item)
-        if kind is str:
-            total += len(item) + 4
-        elif kind is dict or kind is list or kind is tuple:
+        # A container's exact strings (most of what typed content and tools hold) are counted
+        # as its items are met, without a trip through the stack: a fifth to a third faster.
+        if kind is dict:
             n = len(item)
             items += n + 1
             if items > _SMALL:
                 return None
             total += 2 * n + 2
-            walked += (n + 1) * _PRINT_WALK
-            if kind is dict:
-                stack.extend(item)
-                stack.extend(item.values())
-            else:
-                stack.extend(item)
+            for key, child in item.items():
+                if type(key) is str:
+                    total += len(key) + 4
+                else:
+                    push(key)
+                if type(child) is str:
+                    total += len(child) + 4
+                else:
+                    push(child)
+        elif kind is list or kind is tuple:
+            n = len(item)
+            items += n + 1
+            if items > _SMALL:
+                return None
+            total += 2 * n + 2
+            for child in item:
+                if type(child) is str:
+                    total += len(child) + 4
+                else:
+                    push(child)
         elif kind in _EXACT:
-            total += 8
+            total += len(item) + 4 if kind is str else 8
         elif isinstance(item, str):  # a marked string, say
             total += len(item) + 4
             subclassed = True
@@ -227,7 +242,7 @@ def _small_plain_size(value: Any) -> Optional[tuple[int, int, bool]]:
             subclassed = True
         else:
             return None
-    return total, walked, subclassed
+    return total, items * _PRINT_WALK, subclassed  # each container and its items walked
 
 
 class _Printed:
