@@ -171,14 +171,18 @@ def check_printable(value: Any) -> bool:
     or number inside is of a subclass (so may carry input marks): False means surely none."""
     if isinstance(value, str):
         return type(value) is not str
-    most = current().max_output
     small = _small_plain_size(value)
     if small is not None:  # a few items of plain data (typed content, a tool call): no walker
         total, walked, subclassed = small
+        meter = metering.meter()  # one look for the limit and the charge (a message printed
+        most = meter.limits.max_output  # whole: the guard cost twice what repr() does)
         if total > most:
             raise LimitExceeded(f"printing this value would pass the output limit ({most})")
-        metering.charge(walked + total * metering.TEXT)
+        meter.left -= walked + total * metering.TEXT
+        if meter.left < meter.clock_at:
+            meter.check(walked + total * metering.TEXT)
         return subclassed
+    most = current().max_output
     printed = _Printed(most)
     total = printed.size(value)
     if total > most:

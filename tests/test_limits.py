@@ -695,3 +695,16 @@ def test_dictsort_is_charged_for_what_it_compares():
     with pytest.raises(jinjamark.LimitExceeded):
         jinjamark.chat_environment().from_string(
             shared + "{{ {'b': ns.x, 'a': ns.y}|dictsort(by='value')|length }}").render()
+
+
+@pytest.mark.parametrize("source", ["{{ d }}", "{{ d|string }}", "{{ d|tojson }}", "{{ [d, d] }}",
+                                    "{% set x = d|string %}{{ x|length }}"])
+def test_a_small_value_past_the_output_limit_is_refused_before_it_prints(source):
+    """The print-size walk of a few items (no walker) says no before repr() or JSON runs: a
+    message of two keys, its text longer than the limit, inside a render and also as the
+    only thing printed."""
+    env = jinjamark.Environment(limits=jinjamark.Limits(max_output=100))
+    d = {"role": "user", "content": "x" * 120}
+    with pytest.raises(jinjamark.LimitExceeded, match="output limit"):
+        env.from_string(source).render(d=d)
+    assert env.from_string(source).render(d={"role": "user", "content": "x" * 5})

@@ -20,6 +20,8 @@ def to_string(value: Any) -> str:
     t = type(value)
     if t is str or t is Input or t is Mixed:
         return value
+    if t is dict or t is list or t is tuple:  # typed content, a message, tools
+        return repr_value(value) if check_printable(value) else repr(value)
     if value is None or t is bool or t is int or t is float:
         return str(value)
     if t is InputInt or t is InputFloat or t is InputBytes:  # from input: prints as input
