@@ -417,3 +417,38 @@ def test_filters_and_tests_are_looked_up_once_per_render(monkeypatch, hot):
     del env.filters["upper"]
     with pytest.raises(jinjamark.TemplateError, match="upper"):
         template.render(xs=["a"])
+
+
+PRINT_RUNS = [
+    "<|im_start|>{{ role }}\n{{ content }}<|im_end|>\n",
+    "{% for m in ms %}[{{ m.a }}|{{ m.b ~ '!' ~ m.a }}]{{ '' }}{{ 'lit' }}{% endfor %}",
+    "{% set x %}{{ '' }}{{ '' }}{% endset %}{{ x }}.{{ '' }}{{ '' }}",
+    "{% macro m(v) %}<{{ v }}>{% endmacro %}a{{ m(role) }}b{{ m(content) }}c",
+    "{{ ms[0] }}:{{ ms|length }}{{ missing }}/{{ ms[1].b|upper }}",
+]
+
+
+@pytest.mark.parametrize("source", PRINT_RUNS)
+def test_a_run_of_prints_writes_and_fails_as_its_prints_do(monkeypatch, source):
+    """Text and outputs one after the other are written at once by the generated code: the
+    same text as Jinja2's, and under every output limit up to the text's length the same
+    outcome as the closures' one print at a time (the error, its line and column)."""
+    data = {"role": "user", "content": "hi there", "ms": [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}]}
+    assert jinjamark.chat_environment().from_string(source).render(**data) == \
+        oracle.compiled(source).render(**data)
+
+    def outcome(hot: int, limit: int) -> str:
+        monkeypatch.setattr(tiers, "HOT", hot)
+        env = jinjamark.chat_environment()
+        env.limits = jinjamark.Limits(max_output=limit)
+        template = env.from_string(source)
+        try:
+            for _ in range(2):  # the second render runs the generated code when hot is 1
+                text = template.render(**data)
+        except jinjamark.TemplateError as error:
+            return f"error {error}"
+        return text
+
+    full = outcome(10 ** 9, 10 ** 6)
+    for limit in range(len(full) + 1):
+        assert outcome(1, limit) == outcome(10 ** 9, limit), limit

@@ -25,14 +25,14 @@ from types import CodeType
 from typing import Any
 
 from .expressions import HELPERS
-from .statements import StatementWriter
+from .statements import StatementWriter, over_output
 from ..core import compile_node
 from .writer import RUNTIME, Deferred
 
 # The helpers every generated function reads, and Python's builtins: one dict per process, each
 # function's builtins (a name not among its constants is looked up there, as fast). Copied into
 # every function's globals, they were a sixth of what a generated template keeps.
-_SHARED = {**builtins.__dict__, **RUNTIME, **HELPERS}
+_SHARED = {**builtins.__dict__, **RUNTIME, **HELPERS, "over_output": over_output}
 
 # What Python says of a function nested deeper than it compiles (or a recursion past its limit).
 _TOO_DEEP = re.compile(r"too many statically nested blocks|too many levels of indentation|"

@@ -30,8 +30,53 @@ class StatementWriter(ExpressionWriter):
     def statements(self, body: tuple, scope: str, local: dict) -> None:
         if not body:
             self.line("pass")
-        for statement in body:
-            self.statement(statement, scope, local)
+        i = 0
+        while i < len(body):
+            run = _print_run(body, i)
+            if len(run) > 1:
+                self.prints(run, scope, local)
+            else:
+                self.statement(body[i], scope, local)
+            i += len(run) or 1
+
+    def prints(self, run: tuple, scope: str, local: dict) -> None:
+        """Text and `{{ }}`s one after the other (`<|im_start|>{{ role }}\n{{ content }}`): the
+        values printed in order, as each output prints them, then metered and appended at once,
+        as Jinja2 yields such a run as one string. Where printing is not plain, each as its
+        closure prints it. The output limit is found crossed where printing them one at a
+        time finds it (over_output); an output that calls something ends a run (_calls)."""
+        self.line("if not fast:")
+        for node in run:
+            kind = "text" if type(node) is ast.Text else "output"
+            self.line(f"    print_{kind}(ev, {self.constant(node)}, {scope})")
+        self.line("else:")
+        self.depth += 1
+        pieces, sizes, blamed = [], [], []
+        for node in run:
+            text = _constant_text(node)
+            if text is not None:
+                if text:
+                    pieces.append(self.constant(text))
+                    sizes.append(str(len(text)))
+                    # text's overflow is raised unlocated, as compile_text's; `{{ 'x' }}`'s at it
+                    blamed.append(None if type(node) is ast.Text else node)
+                continue
+            items = node.expr.items if type(node.expr) is ast.Concat else (node.expr,)
+            values = [self.expr(item, scope, local) for item in items]
+            texts = [self.temp() for _ in values]
+            self.guarded([f"{t} = {_printed(v)}" for v, t in zip(values, texts)],
+                         node if len(texts) == 1 else node.expr)
+            pieces.extend(texts)
+            sizes.append(" + ".join(f"len({t})" for t in texts))
+            blamed.append(node)
+        if not pieces:  # `{{ '' }}{{ '' }}`: nothing to write
+            self.line("pass")
+            self.depth -= 1
+            return
+        self.line(f"budget.output -= {' + '.join(sizes)}")
+        self.line(f"if budget.output < 0: over_output(ev, ({', '.join(sizes)},), {self.constant(tuple(blamed))})")
+        self.line(f"out.extend(({', '.join(pieces)},))")
+        self.depth -= 1
 
     def statement(self, node: Any, scope: str, local: dict) -> None:
         kind = type(node)
@@ -77,7 +122,10 @@ class StatementWriter(ExpressionWriter):
         if text:
             self.line("else:")
             self.line(f"    budget.output -= {len(text)}")
-            self.line("    if budget.output < 0: budget.wrote(0)")
+            if kind == "Text":  # raised unlocated, as compile_text raises it
+                self.line("    if budget.output < 0: budget.wrote(0)")
+            else:  # `{{ 'x' }}`: at the output, as compile_output raises it
+                self.line(f"    if budget.output < 0: over_output(ev, ({len(text)},), ({self.constant(node)},))")
             self.line(f"    out.append({self.constant(text)})")
 
     def output(self, node: ast.Output, scope: str, local: dict) -> None:
@@ -348,3 +396,46 @@ def _flat_names(target: Any) -> Optional[list]:
     if type(target) is ast.TupleTarget and all(type(sub) is ast.NameTarget for sub in target.items):
         return [sub.name for sub in target.items]
     return None
+
+
+def _print_run(body: tuple, i: int) -> tuple:
+    """The text and outputs from `body[i]` on that `prints` writes together (not a `+` sum:
+    output_sum collects its addends itself); empty when `body[i]` is neither."""
+    end = i
+    while end < len(body) and (type(body[end]) is ast.Text or type(body[end]) is ast.Output
+                               and not _plus(body[end].expr) and not _calls(body[end].expr)):
+        end += 1
+    return body[i:end]
+
+
+def _calls(expr: Any) -> bool:
+    """Whether `expr` calls something (a macro writes output as it runs: printed in a run, it
+    would write before the text ahead of it is metered, and an output limit crossed would be
+    found inside the macro rather than at that text)."""
+    return any(type(node) is ast.Call for node in ast.walk(expr))
+
+
+def _constant_text(node: Any) -> Optional[str]:
+    """What a text node or `{{ 'literal' }}` writes; None for an output of anything else."""
+    if type(node) is ast.Text:
+        return node.text
+    if type(node.expr) is ast.Const and type(node.expr.value) is str:
+        return node.expr.value
+    return None
+
+
+def over_output(ev: Any, sizes: tuple, blamed: tuple) -> None:
+    """A run of prints (StatementWriter.prints) went past the output limit: the charge given
+    back and taken again piece by piece, so that the error is raised at the output that
+    crossed it (text's unlocated), as printing them one at a time raises it."""
+    budget = ev.budget
+    budget.output += sum(sizes)
+    for written, node in zip(sizes, blamed):
+        budget.output -= written
+        if budget.output < 0:
+            if node is None:
+                budget.wrote(0)
+            try:
+                budget.wrote(0)
+            except Exception as e:
+                ev.fail(e, node)
