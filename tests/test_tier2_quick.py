@@ -298,6 +298,27 @@ def test_light_filter_calls_cost_what_the_filters_cost_in_both_tiers(monkeypatch
     assert found[1] > 100_000  # the work measured is the filters' (dictsort: 10,000 units a call)
 
 
+# The same of builtin filters called on a dict, list or tuple (codegen's light calls of
+# containers): counted by their length as the metered call counts them.
+LIGHT_CONTAINERS = ("{% set xs = range(300)|list %}{% for m in messages %}{{ xs|length }}{{ xs|first }}"
+                    "{{ xs|last }}{{ xs|list|length }}{% for k, v in m|items %}{{ k }}{% endfor %}"
+                    "{{ (xs|reverse|list)[0] }}{{ xs|batch(50)|list|length }}{{ m|list|join }}"
+                    "{{ (xs, 1)|first|length }}{% endfor %}")
+
+
+def test_light_filter_calls_of_containers_cost_what_the_filters_cost_in_both_tiers(monkeypatch):
+    from jinjamark import metering
+    monkeypatch.setattr(metering, "CLOCK", 0)
+    assert jinjamark.chat_environment().from_string(LIGHT_CONTAINERS).render(messages=LOOP_MESSAGES) \
+        == oracle.compiled(LIGHT_CONTAINERS).render(messages=LOOP_MESSAGES)
+    found = {}
+    for hot in (10 ** 9, 1):
+        monkeypatch.setattr(tiers, "HOT", hot)
+        found[hot] = least_limit(LIGHT_CONTAINERS, "max_work", high=10 ** 9)
+    assert found[1] == found[10 ** 9], found
+    assert found[1] > 100_000
+
+
 class Lying:
     """A host object whose length says one item and whose iteration never ends."""
     def __len__(self):

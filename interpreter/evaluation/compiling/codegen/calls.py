@@ -137,6 +137,12 @@ class CallWriter(Writer):
                 called = f"({self.constant(getattr(str, own))} if type({value}) is str else {called})"
             self.line(f"if {function} is {self.constant(builtin)} and type({value}) in TEXTS:")
             self.indented(self.light_call, units, f"{called}({value}{_passed(args, kwargs)})", result, site)
+            if plain_function(builtin) and not getattr(builtin, "base", 0) and builtin.walk != 0:
+                # `message | items`, `tools | length`: metered counts a dict, list or tuple by
+                # its length as it counts text (and walks none of it from position 1 on)
+                self.line(f"elif {function} is {self.constant(builtin)} and type({value}) in CONTAINERS:")
+                self.indented(self.light_call, units,
+                              f"{self.constant(builtin.unmetered)}({value}{_passed(args, kwargs)})", result, site)
             self.line("else:")
             self.depth += 1
         self.line("try:")

@@ -275,6 +275,7 @@ class StatementWriter(ExpressionWriter):
         self.line(f"{iterable} = {self.expr(node.iter, scope, local)}")
         self.line(f"if type({iterable}) is list or type({iterable}) is tuple: "
                   f"{iterator}, {length} = iter({iterable}), len({iterable})")  # loop_iterator's
+        self.line(f"elif type({iterable}) is GeneratorType: {iterator}, {length} = {iterable}, None")
         self.line("else:")
         self.line("    try:")
         self.line(f"        {iterator}, {length} = loop_iterator({iterable})")
