@@ -299,11 +299,14 @@ def test_light_filter_calls_cost_what_the_filters_cost_in_both_tiers(monkeypatch
 
 
 # The same of builtin filters called on a dict, list or tuple (codegen's light calls of
-# containers): counted by their length as the metered call counts them.
+# containers): counted by their length as the metered call counts them; and of the builtins
+# that charge a base per call (batch, dictsort, format, title, urlencode), of text too.
 LIGHT_CONTAINERS = ("{% set xs = range(300)|list %}{% for m in messages %}{{ xs|length }}{{ xs|first }}"
                     "{{ xs|last }}{{ xs|list|length }}{% for k, v in m|items %}{{ k }}{% endfor %}"
                     "{{ (xs|reverse|list)[0] }}{{ xs|batch(50)|list|length }}{{ m|list|join }}"
-                    "{{ (xs, 1)|first|length }}{% endfor %}")
+                    "{{ (xs, 1)|first|length }}{{ m.content|title }}{{ m.content|urlencode }}"
+                    "{{ '%s-%s'|format(m.role, 'x') }}{{ m.content|batch(3)|list|length }}"
+                    "{{ m.role|slice(2)|list|length }}{% endfor %}")
 
 
 def test_light_filter_calls_of_containers_cost_what_the_filters_cost_in_both_tiers(monkeypatch):

@@ -129,7 +129,7 @@ class CallWriter(Writer):
         builtin = FILTERS.get(site.name) if negated is None else None
         text_form = getattr(getattr(builtin, "unmetered", None), "text_form", None)
         units = _light_units(builtin, site.arguments, value) \
-            if builtin is not None and (text_form or plain_function(builtin) and not getattr(builtin, "base", 0)) else None
+            if builtin is not None and (text_form or plain_function(builtin)) else None
         if units is not None:  # `text | trim` of text, marked or not, by the builtin filter
             own = getattr(builtin.unmetered, "same_as", None)  # plain text's: str's own, in C
             called = self.constant(text_form or builtin.unmetered)
@@ -137,7 +137,7 @@ class CallWriter(Writer):
                 called = f"({self.constant(getattr(str, own))} if type({value}) is str else {called})"
             self.line(f"if {function} is {self.constant(builtin)} and type({value}) in TEXTS:")
             self.indented(self.light_call, units, f"{called}({value}{_passed(args, kwargs)})", result, site)
-            if plain_function(builtin) and not getattr(builtin, "base", 0) and builtin.walk != 0:
+            if plain_function(builtin) and builtin.walk != 0:
                 # `message | items`, `tools | length`: metered counts a dict, list or tuple by
                 # its length as it counts text (and walks none of it from position 1 on)
                 self.line(f"elif {function} is {self.constant(builtin)} and type({value}) in CONTAINERS:")
