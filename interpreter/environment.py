@@ -28,6 +28,7 @@ from . import compile_checks, limits, metering, template_api
 from .sandbox_hooks import SandboxHooks
 from .values import sandbox
 from .evaluation import tracking
+from .builtins import filters_support
 from .builtins.tests import TESTS as _TESTS
 from .limits import DEFAULT_LIMITS, Limits
 from .evaluation.output import Part, to_parts
@@ -231,6 +232,7 @@ class Environment(SandboxHooks, TemplateLoading):
 
 
 _BUILTIN_TESTS = frozenset(_TESTS.values())
+filters_support.BASE_GETITEM = Environment.getitem  # attribute getters read plain dicts at once
 _NONE: frozenset = frozenset()  # shared by the templates with no ids to keep
 
 

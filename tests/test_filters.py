@@ -683,3 +683,39 @@ def test_lipsum_writes_jinja2s_text_from_the_same_seed(args):
         theirs = JINJA.from_string(source).render()
         random.seed(seed)
         assert OURS.from_string(source).render() == theirs
+
+
+SELECTING = ["{{ xs|selectattr('role', 'equalto', 'user')|map(attribute='n')|join(',') }}",
+             "{{ xs|rejectattr('role', 'equalto', 'user')|map(attribute='n')|join(',') }}",
+             "{{ xs|selectattr('n', 'odd')|list|length }}{{ xs|map(attribute='n')|select('even')|list }}",
+             "{{ xs|selectattr('inner', 'defined')|list|length }}{{ xs|map(attribute='inner.k', default=0)|list }}{{ xs|sort(attribute='n')|first }}",
+             "{{ xs|selectattr('role', 'in', ['user', 'tool'])|list|length }}"]
+
+
+class Shouting(jinjamark.Environment):
+    """A subclass reading every item through its own getitem, as Jinja2's filters call it."""
+
+    def getitem(self, obj, key):
+        value = super().getitem(obj, key)
+        return value.upper() if isinstance(value, str) else value
+
+
+class ShoutingJinja(ImmutableSandboxedEnvironment):
+    def getitem(self, obj, key):
+        value = super().getitem(obj, key)
+        return value.upper() if isinstance(value, str) else value
+
+
+@pytest.mark.parametrize("source", SELECTING)
+def test_select_and_attribute_getters_call_a_replaced_getitem_and_test(source):
+    """Attribute getters read plain dicts at once and select calls a builtin test directly:
+    neither when a subclass has its own getitem or the environment another test of the name."""
+    xs = [{"role": "user", "n": 1, "inner": {"k": 1}}, {"role": "bot", "n": 2}, {"role": "user", "n": 3}]
+    for ours, theirs in ((jinjamark.Environment(), ImmutableSandboxedEnvironment()), (Shouting(), ShoutingJinja())):
+        assert ours.from_string(source).render(xs=xs) == theirs.from_string(source).render(xs=xs)
+    ours, theirs = jinjamark.Environment(), ImmutableSandboxedEnvironment()
+    for env in (ours, theirs):
+        env.tests["equalto"] = lambda a, b: a != b
+        env.tests["odd"] = env.tests["even"] = lambda n: n > 1
+        env.tests["defined"] = lambda v: True
+    assert ours.from_string(source).render(xs=xs) == theirs.from_string(source).render(xs=xs)

@@ -13,11 +13,12 @@ from typing import Any, Callable, Iterator, Optional
 
 from ..values import marks
 from .. import metering
-from ..environment_tools import pass_environment, pass_eval_context
+from ..environment_tools import pass_arg_of, pass_environment, pass_eval_context
 from ..values.markup import Markup, _wrap, escape
 from .filters_support import (FilterArgumentError, ignore_case, make_attrgetter,
                               make_multi_attrgetter)
 from ..values.undefined import Undefined
+from .tests import TESTS
 
 # ---------------------------------------------------------------------------- picking
 
@@ -281,10 +282,25 @@ def _selector(env: Any, args: tuple, kwargs: dict, by_attribute: bool) -> Callab
         get, args = make_attrgetter(env, args[0]), args[1:]
     if args:
         name, rest = args[0], args[1:]
-        test: Callable = lambda item: env.call_test(name, item, rest, kwargs)  # noqa: E731
+        fn = env.tests.get(name)
+        if _builtin_test(fn):  # called as env.call_test calls it, without its round per item
+            test: Callable = lambda item: fn(item, *rest, **kwargs)  # noqa: E731
+        else:
+            test = lambda item: env.call_test(name, item, rest, kwargs)  # noqa: E731
     else:
         test = bool
     return test if get is None else lambda item: test(get(item))
+
+
+def _builtin_test(fn: Any) -> bool:
+    """A builtin test taking only its arguments (env.call_test charges none of them a walk)."""
+    try:
+        return fn in _BUILTIN_TESTS and pass_arg_of(fn) is None
+    except TypeError:  # an unhashable callable object: the host's own
+        return False
+
+
+_BUILTIN_TESTS = frozenset(TESTS.values())
 
 
 def _select_or_reject(env: Any, value: Any, args: tuple, kwargs: dict, keep: bool,

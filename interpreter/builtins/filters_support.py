@@ -36,14 +36,22 @@ def make_attrgetter(env: Any, attribute: Any, postprocess: Optional[Callable] = 
     """A function reading `attribute` (a dotted path) of an item, the way templates subscript.
     A `default` (when not None) replaces an undefined step."""
     path = attribute_path(attribute)
+    direct = getattr(type(env), "getitem", None) is BASE_GETITEM  # not a subclass's own
 
     def get(item: Any) -> Any:
         for step in path:
-            item = env.getitem(item, step)
+            # a plain dict's key (`selectattr('role', ...)` per message): what get_item finds
+            # first, without the sandbox's round
+            found = item.get(step, _ABSENT) if direct and type(item) is dict else _ABSENT
+            item = env.getitem(item, step) if found is _ABSENT else found
             if default is not None and isinstance(item, Undefined):
                 item = default
         return postprocess(item) if postprocess is not None else item
     return get
+
+
+BASE_GETITEM: Any = None  # Environment.getitem, set by environment.py (which imports this module)
+_ABSENT = object()
 
 
 def make_multi_attrgetter(env: Any, attribute: Any,
