@@ -299,14 +299,18 @@ def test_light_filter_calls_cost_what_the_filters_cost_in_both_tiers(monkeypatch
 
 
 # The same of builtin filters called on a dict, list or tuple (codegen's light calls of
-# containers): counted by their length as the metered call counts them; and of the builtins
-# that charge a base per call (batch, dictsort, format, title, urlencode), of text too.
+# containers, the environment passed first to those that take it): counted by their length as
+# the metered call counts them; and of the builtins that charge a base per call (batch,
+# dictsort, format, title, urlencode), of text too.
 LIGHT_CONTAINERS = ("{% set xs = range(300)|list %}{% for m in messages %}{{ xs|length }}{{ xs|first }}"
                     "{{ xs|last }}{{ xs|list|length }}{% for k, v in m|items %}{{ k }}{% endfor %}"
                     "{{ (xs|reverse|list)[0] }}{{ xs|batch(50)|list|length }}{{ m|list|join }}"
                     "{{ (xs, 1)|first|length }}{{ m.content|title }}{{ m.content|urlencode }}"
                     "{{ '%s-%s'|format(m.role, 'x') }}{{ m.content|batch(3)|list|length }}"
-                    "{{ m.role|slice(2)|list|length }}{% endfor %}")
+                    "{{ m.role|slice(2)|list|length }}{{ m|string }}{{ xs|unique|list|length }}"
+                    "{{ messages|selectattr('role', 'equalto', 'user')|list|length }}{{ xs|sum }}"
+                    "{{ xs|min }}{{ xs|max }}{{ messages|map(attribute='role')|first }}"
+                    "{{ xs|sort(reverse=true)|first }}{{ messages|groupby('role')|length }}{% endfor %}")
 
 
 def test_light_filter_calls_of_containers_cost_what_the_filters_cost_in_both_tiers(monkeypatch):

@@ -13,7 +13,7 @@ from ....grammar.ast import NO_ARGUMENTS
 from ....metering import FIND
 from ....values.methods import DICT_METHODS, STR_METHODS
 from ..access import DICT_ATTRIBUTES
-from ..calls import filter_value, plain_function, test_value
+from ..calls import _PASSING_BUILTINS, filter_value, plain_function, test_value
 from .writer import Writer
 
 
@@ -128,21 +128,32 @@ class CallWriter(Writer):
         args, kwargs = self.evaluated(site.arguments, scope, local)
         builtin = FILTERS.get(site.name) if negated is None else None
         text_form = getattr(getattr(builtin, "unmetered", None), "text_form", None)
+        called_plainly = builtin is not None and plain_function(builtin)
+        passing = _PASSING_BUILTINS.get(builtin) if builtin is not None else None
         units = _light_units(builtin, site.arguments, value) \
-            if builtin is not None and (text_form or plain_function(builtin)) else None
-        if units is not None:  # `text | trim` of text, marked or not, by the builtin filter
+            if builtin is not None and (text_form or called_plainly or passing == "environment") else None
+        opened = False
+        if units is not None and (text_form or called_plainly):  # `text | trim` of text, marked or not
             own = getattr(builtin.unmetered, "same_as", None)  # plain text's: str's own, in C
             called = self.constant(text_form or builtin.unmetered)
             if own:
                 called = f"({self.constant(getattr(str, own))} if type({value}) is str else {called})"
             self.line(f"if {function} is {self.constant(builtin)} and type({value}) in TEXTS:")
             self.indented(self.light_call, units, f"{called}({value}{_passed(args, kwargs)})", result, site)
-            if plain_function(builtin) and builtin.walk != 0:
-                # `message | items`, `tools | length`: metered counts a dict, list or tuple by
-                # its length as it counts text (and walks none of it from position 1 on)
-                self.line(f"elif {function} is {self.constant(builtin)} and type({value}) in CONTAINERS:")
-                self.indented(self.light_call, units,
-                              f"{self.constant(builtin.unmetered)}({value}{_passed(args, kwargs)})", result, site)
+            opened = True
+        # `message | items`, `tools | string`, `messages | selectattr(...)`: metered counts a
+        # dict, list or tuple by its length as it counts text; the builtin called as
+        # filter_value calls it (the environment first, for those that take it), where the
+        # metered call walks none of the value
+        first = None if units is None else "" if called_plainly and builtin.walk != 0 else \
+            "ev.env, " if passing == "environment" and builtin.walk is None else None
+        if first is not None:
+            self.line(f"{'elif' if opened else 'if'} {function} is {self.constant(builtin)} "
+                      f"and type({value}) in CONTAINERS:")
+            self.indented(self.light_call, units,
+                          f"{self.constant(builtin.unmetered)}({first}{value}{_passed(args, kwargs)})", result, site)
+            opened = True
+        if opened:
             self.line("else:")
             self.depth += 1
         self.line("try:")
@@ -167,7 +178,7 @@ class CallWriter(Writer):
                 self.line(f"    {result} = not {result}")
         self.line("except Exception as e:")
         self.line(f"    ev.fail(e, {self.constant(site)})")
-        if units is not None:
+        if opened:
             self.depth -= 1
         return result
 
