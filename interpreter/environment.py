@@ -21,6 +21,7 @@ from .evaluation.printer import GUARDED
 from .evaluation.evaluator import DECLARED, Evaluator
 from .evaluation.loops import LoopSignal
 from .evaluation.expressions import BINARY
+from .evaluation.compiling import code_of
 from .evaluation.compiling.core import SCOPE_NEUTRAL
 from .ext.api import Extension, install, parser_for
 from .ext.names import resolve
@@ -392,16 +393,27 @@ class Template:
             context.clear()
 
     def _start(self, ev: Evaluator, context: dict, overlay: Optional[dict]) -> list[str]:
+        """Run the template on `ev` with `context` over the base scopes (one frame for the whole
+        render: a short render's setup is a few microseconds, and each call counted)."""
         env = self.environment
         if env.autoescape:
             ev.default_autoescape = initial_autoescape(env, self.name)
             set_autoescape(ev, ev.default_autoescape)
         token, policy = limits.activate(ev.budget), sandbox.enter(env)
         try:
-            return self._run(ev, context, overlay)
+            base = self.base_scope(overlay)
+            scope = Scope(base, context)
+            if self.composes:  # blocks, extends, include, import: evaluation/composition.py
+                return run_template(ev, self, scope, base)
+            ev.top = scope  # what pass_context callables see (contexts.Context)
+            code_of(ev.code, self.tree.body)(ev, scope)  # ev.run, without its frame
+        except LoopSignal:
+            raise TemplateRuntimeError("break or continue outside of a loop", name=self.name,
+                                       lineno=1, column=1, source=self.source) from None
         finally:
             sandbox.leave(policy)
             limits.deactivate(token)
+        return ev.out
 
     def base_scope(self, overlay: Optional[dict] = None) -> Scope:
         """The scopes under a render's variables: the environment's globals, the template's
@@ -418,19 +430,6 @@ class Template:
         base = Scope(base, overlay) if overlay else base
         self.last_base = (overlay, env_globals, own, not own, not overlay, base)
         return base
-
-    def _run(self, ev: Evaluator, context: dict, overlay: Optional[dict]) -> list[str]:
-        base = self.base_scope(overlay)
-        scope = Scope(base, context)
-        try:
-            if self.composes:  # blocks, extends, include, import: evaluation/composition.py
-                return run_template(ev, self, scope, base)
-            ev.top = scope  # what pass_context callables see (contexts.Context)
-            ev.run(self.tree.body, scope)
-        except LoopSignal:
-            raise TemplateRuntimeError("break or continue outside of a loop", name=self.name,
-                                       lineno=1, column=1, source=self.source) from None
-        return ev.out
 
 
 def _render_tracked(template: Template, context: dict, overlay: Optional[dict],

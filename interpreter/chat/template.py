@@ -170,9 +170,8 @@ class ChatTemplate:
         reads = template.names_read
         started = start_conversation(messages, parts, self.trusted_roles,
                                      reads is None or "messages" in reads)
-        render = _Render(self, template, self.templates, check_tools(tools),
-                         check_documents(documents), add_generation_prompt, kwargs, False)
-        context = render.context(messages, parts, walk_conversation(*started))
+        context = template_context(self, template, walk_conversation(*started), check_tools(tools),
+                                   check_documents(documents), add_generation_prompt, kwargs, parts)
         pieces = template._render(context, self.overlay)  # the context is ours to use
         return to_parts(pieces) if parts else "".join(pieces)
 
@@ -341,6 +340,34 @@ class ChatTemplate:
         return render.context(normalize_messages(messages), marked)
 
 
+def template_context(chat: ChatTemplate, template: Template, walked: Optional[list], tools: Any,
+                     documents: Any, add_generation_prompt: Any, kwargs: Mapping[str, Any],
+                     marked_data: bool, withheld: frozenset = frozenset()) -> dict:
+    """The variables of a render: the special tokens, the template variables, the `walked`
+    messages, the tools and documents walked (marked, or made plain data), the generation
+    prompt; `withheld`: what the polyfills keep from the template."""
+    walk = marked if marked_data else plain
+    # Data the template cannot read cannot reach its output: it is left out rather than
+    # copied (to be marked, or made plain data).
+    reads = template.names_read
+    context = dict(chat.special_tokens)
+    for name, value in kwargs.items():
+        if reads is None or name in reads:
+            context[name] = walk(value, 1)
+    if reads is None or "messages" in reads:
+        context["messages"] = walked
+    if reads is None or "tools" in reads:  # (messages first: their polyfills may withhold tools)
+        context["tools"] = None if tools is None or "tools" in withheld else walk(tools, 0)
+    if reads is None or "documents" in reads:
+        context["documents"] = None if documents is None else walk(documents, 0)
+    # a value from a file is input; a bool is the caller's
+    context["add_generation_prompt"] = add_generation_prompt if type(add_generation_prompt) is bool \
+        else walk(add_generation_prompt, 0)
+    if marked_data and chat.trusted_fields:
+        trust(context, chat.trusted_fields)
+    return context
+
+
 class _Render:
     """One render call's shared data, rendering the conversations of a batch one by one."""
 
@@ -373,26 +400,11 @@ class _Render:
         return walked
 
     def context(self, messages: list, marked_data: bool, walked: Optional[list] = None) -> dict:
-        walk = marked if marked_data else plain
-        # Data the template cannot read cannot reach its output: it is left out rather than
-        # copied (to be marked, or made plain data).
         reads = self.template.names_read
-        context = dict(self.chat.special_tokens)
-        for name, value in self.kwargs.items():
-            if reads is None or name in reads:
-                context[name] = walk(value, 1)
-        if reads is None or "messages" in reads:
-            context["messages"] = walked if walked is not None else self.messages(messages, walk)
-        if reads is None or "tools" in reads:  # (messages first: their polyfills may withhold tools)
-            context["tools"] = (None if self.tools is None or "tools" in self.withheld
-                                else walk(self.tools, 0))
-        if reads is None or "documents" in reads:
-            context["documents"] = None if self.documents is None else walk(self.documents, 0)
-        agp = self.add_generation_prompt  # a value from a file is input; a bool is the caller's
-        context["add_generation_prompt"] = agp if type(agp) is bool else walk(agp, 0)
-        if marked_data and self.chat.trusted_fields:
-            trust(context, self.chat.trusted_fields)
-        return context
+        if walked is None and (reads is None or "messages" in reads):
+            walked = self.messages(messages, marked if marked_data else plain)
+        return template_context(self.chat, self.template, walked, self.tools, self.documents,
+                                self.add_generation_prompt, self.kwargs, marked_data, self.withheld)
 
     def run(self, context: dict, parts: bool) -> tuple[Rendered, Optional[list]]:
         spans: Optional[list] = [] if self.spans else None

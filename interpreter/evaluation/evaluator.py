@@ -27,7 +27,6 @@ from ..values.undefined import MISSING
 from ..values.printing import to_string
 from .contexts import context_if_wanted
 from .loops import LoopSignal, assign
-from .printer import reprint
 
 Handler = Callable[["Evaluator", Any, Scope], Any]
 DECLARED = "declared"  # the memo's key for the template's scope.declarations
@@ -70,8 +69,9 @@ class Evaluator:
         # names to declare unassigned before some statements (scope.declarations), found
         # when the template was compiled; none for an expression evaluated on its own
         self.declared = self.memo.get(DECLARED)
-        # `fast`: printing is plain, and compiled code writes text and values itself
-        reprint(self)
+        # `fast`: printing is plain, and compiled code writes text and values itself (reprint's
+        # answer for a render starting: autoescaping and extending come later, if at all)
+        self.fast = not self.tracks and environment.finalize is None
 
     # ------------------------------------------------------------------ dispatch
     def eval(self, node: Any, scope: Scope) -> Any:
