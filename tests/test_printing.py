@@ -1,11 +1,15 @@
 """Printing a container checks its size first (limits.check_printable): small plain data takes a
-walk without a walker (`_small_plain_size`), which must count exactly as the walker does."""
+walk without a walker (`_small_plain_size`), which must count exactly as the walker does. Its
+repr with marks finds the spans of data all of whose strings are input as it writes the text
+(`_input_repr_into`), which must give what the pieces and their `concat` give."""
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jinjamark import limits, mark_input
+from jinjamark.marks import concat
+from jinjamark.values import printing
 
 # plain leaves, and marked ones (what render_parts prints: strings and numbers from input)
 LEAVES = st.one_of(st.text(max_size=8), st.integers(), st.floats(allow_nan=False), st.booleans(), st.none(),
@@ -38,3 +42,25 @@ def test_what_the_small_walk_leaves_to_the_walker():
     assert limits._small_plain_size(loop) is None  # a list inside itself: counted past the bound
     assert limits._small_plain_size([object()]) is None  # a host object
     assert limits._small_plain_size([{"type": "text", "text": "hi"}]) == walker_size([{"type": "text", "text": "hi"}])
+
+
+# keys and texts all input (what render_parts makes of typed content and tools), with
+# characters repr() escapes, and plain ones mixed in
+INPUT_TEXT = st.text(alphabet=st.sampled_from("ab'\"\\\n\x00é€😀 "), max_size=6)
+MARKED = st.recursive(
+    st.one_of(INPUT_TEXT.map(mark_input), st.text(max_size=4), st.integers(), st.none(),
+              st.booleans(), st.integers().map(mark_input)),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.tuples(inner), st.tuples(inner, inner),
+                            st.dictionaries(INPUT_TEXT.map(mark_input), inner, max_size=4)),
+    max_leaves=20)
+
+
+@settings(max_examples=400, deadline=None)
+@given(MARKED)
+def test_the_repr_of_input_data_marks_what_the_pieces_mark(value):
+    pieces: list = []
+    printing._repr_into(value, pieces, 0)
+    want = concat(pieces)
+    got = printing.repr_value(value)
+    assert got == want == repr(value)
+    assert type(got) is type(want) and getattr(got, "spans", None) == getattr(want, "spans", None)

@@ -68,9 +68,66 @@ def repr_value(value: Any, _depth: int = 0) -> str:
     runtime objects whose repr shows what they hold). The pieces of the whole value are
     collected in one list and joined once: a container of marked strings (typed content,
     `tools|string`) costs one `concat`, not one per level and per string."""
-    pieces: list[str] = []
-    _repr_into(value, pieces, _depth)
-    return concat(pieces)
+    texts: list[str] = []
+    spans: list[tuple[int, int]] = []
+    try:
+        _input_repr_into(value, texts, spans, 0, _depth)
+    except _Other:
+        pieces: list[str] = []
+        _repr_into(value, pieces, _depth)
+        return concat(pieces)
+    return marks.make("".join(texts), tuple(spans))
+
+
+class _Other(Exception):
+    """What `_input_repr_into` leaves to `_repr_into` (and `concat`)."""
+
+
+def _input_repr_into(value: Any, texts: list, spans: list, at: int, depth: int) -> int:
+    """`_repr_into` for the commonest marked data (dicts, lists and tuples of plain values and
+    of strings all input: typed content, tools, tool calls in `render_parts`), its input spans
+    found as the text is written instead of by a `concat` over its pieces: the text written
+    (to `texts`), the spans of the input strings (to `spans`), the offset after it. Raises
+    _Other for anything else, before the caller keeps what it wrote."""
+    t = type(value)
+    if t is Input:
+        text = str.__repr__(value)
+        if len(text) != len(value) + 2:  # escaped characters: _repr_into taints the whole repr
+            raise _Other
+        texts.append(text)
+        if value:
+            spans.append((at + 1, at + 1 + len(value)))
+        return at + len(text)
+    if t is str or t is int or t is float or t is bool or value is None:
+        text = repr(value)
+        texts.append(text)
+        return at + len(text)
+    if depth > 100:
+        raise _Other  # _repr_into says it is too deep
+    if t is dict:
+        texts.append("{")
+        at += 1
+        for i, (k, v) in enumerate(value.items()):
+            if i:
+                texts.append(", ")
+                at += 2
+            at = _input_repr_into(k, texts, spans, at, depth + 1)
+            texts.append(": ")
+            at = _input_repr_into(v, texts, spans, at + 2, depth + 1)
+        texts.append("}")
+        return at + 1
+    if t is list or t is tuple:
+        texts.append("[" if t is list else "(")
+        at += 1
+        for i, item in enumerate(value):
+            if i:
+                texts.append(", ")
+                at += 2
+            at = _input_repr_into(item, texts, spans, at, depth + 1)
+        closing = "]" if t is list else ",)" if len(value) == 1 else ")"
+        texts.append(closing)
+        return at + len(closing)
+    raise _Other
 
 
 def _repr_into(value: Any, out: list, depth: int) -> None:
@@ -85,7 +142,10 @@ def _repr_into(value: Any, out: list, depth: int) -> None:
         wrapper = "Markup(" if hasattr(value, "__html__") else ""  # safe text, as markupsafe's
         # the characters between the quotes are the string's own when nothing was escaped
         if len(text) == len(value) + 2:
-            out.extend((wrapper, text[0], value, text[-1], ")" if wrapper else ""))
+            if wrapper:
+                out.extend((wrapper, text[0], value, text[-1], ")"))
+            else:  # no empty pieces for concat to step over (a dict of typed content has many)
+                out.extend((text[0], value, text[-1]))
         else:
             out.append(marks.taint(wrapper + text + (")" if wrapper else ""), value))
     elif depth > 100:
