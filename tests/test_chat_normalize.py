@@ -9,7 +9,7 @@ import json
 import types
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 from transformers.utils import chat_template_utils as ctu
 
 import jinjamark
@@ -449,3 +449,37 @@ def test_a_message_past_what_marking_takes_on_trust_is_checked_then_marked_whole
     assert "".join(p.text for p in parts) == oracle.compiled(source).render(messages=messages)
     assert all(p.is_input for p in parts if p.text != "|")
     assert normalize._TRUSTED < len(content)
+
+
+class Text(str):
+    """A str subclass, which the cleaning walk copies as a str (not plain already)."""
+
+
+PART_VALUES = st.one_of(st.text(max_size=3), st.integers(), st.booleans(), st.none(), st.floats(allow_nan=False),
+                        st.text(max_size=3).map(Text), st.lists(st.text(max_size=2), max_size=2),
+                        st.tuples(st.text(max_size=2)),
+                        st.dictionaries(st.text(max_size=2), st.text(max_size=2), max_size=2))
+PARTS = st.lists(st.one_of(st.dictionaries(st.sampled_from(["type", "text", "url"]), PART_VALUES, max_size=3),
+                           PART_VALUES), max_size=3)
+TYPED_MESSAGES = st.builds(
+    lambda role, content, extra: {"role": role, "content": content, **extra},
+    st.sampled_from(["user", "assistant"]), st.one_of(PARTS, PART_VALUES),
+    st.dictionaries(st.sampled_from(["name", "reasoning_content", "thinking", "tool_call_id"]),
+                    st.one_of(PART_VALUES, PARTS), max_size=2))
+
+
+@settings(max_examples=300, deadline=None)
+@given(TYPED_MESSAGES)
+@example({"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "image", "url": "u"}]})
+@example({"role": "user", "content": [{"type": "text", "text": Text("hi")}]})
+@example({"role": "user", "content": [{"type": "text", "text": ("hi",)}], "name": "n"})
+@example({"role": "user", "content": "hi", "reasoning_content": [{"text": "r"}]})
+def test_a_message_of_typed_content_is_shared_only_when_the_walk_would_share_it(message):
+    """The look at typed content (`_typed_message`) answers yes only where check_input does;
+    the messages come out as transformers' cleaning gives them either way."""
+    normalized = normalize.normalize_messages([message])
+    got = normalize.template_messages(normalized, normalize.plain, shortcut=False)
+    if normalize._typed_message(normalized[0]):
+        assert check_input(normalized[0], 1)
+        assert got[0] is normalized[0] or "reasoning_content" in message or "thinking" in message
+    assert got == ctu._alias_reasoning_fields(ctu._plain_template_data(ctu._normalize_chat_messages([message])))
