@@ -36,7 +36,10 @@ def test_the_small_walk_counts_as_the_walker(value):
 
 
 def test_what_the_small_walk_leaves_to_the_walker():
-    assert limits._small_plain_size(list(range(100))) is None  # more items than it takes on
+    assert limits._small_plain_size(list(range(1000))) is None  # more items than it takes on
+    tools = [{"type": "function", "function": {"name": f"f{i}", "parameters": {
+        "type": "object", "properties": {"x": {"type": "string", "description": "d" * i}}}}} for i in range(12)]
+    assert limits._small_plain_size(tools) == walker_size(tools)  # a dozen tools: its own
     loop: list = []
     loop.append(loop)
     assert limits._small_plain_size(loop) is None  # a list inside itself: counted past the bound
