@@ -16,6 +16,10 @@ MESSAGES = [{"role": ("user", "assistant")[i % 2], "content": f"  message {i}, s
 TOOL_CALLS = [{"role": "assistant", "content": "",
                "tool_calls": [{"type": "function", "function": {"name": f"f{i}", "arguments": {"x": i}}}]}
               for i in range(200)]
+TYPED = [{"role": ("user", "assistant")[i % 2], "content": [{"type": "text", "text": f"message {i}"}]}
+         for i in range(200)]
+TOOLS = [{"type": "function", "function": {"name": f"f{i}", "description": "what it does", "parameters": {
+    "type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}}} for i in range(200)]
 
 # label: (source, the messages it loops over)
 CONSTRUCTS: dict[str, tuple[str, list]] = {
@@ -48,6 +52,20 @@ CONSTRUCTS: dict[str, tuple[str, list]] = {
     "is string / is mapping tests": (
         "{% for m in messages %}{% if m.content is string %}s{% elif m.content is mapping %}m"
         "{% endif %}{% endfor %}", MESSAGES),
+    "text and outputs in a run": (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}",
+        MESSAGES),
+    "loop over a message's items": (
+        "{% for m in messages %}{% for k, v in m | items %}{{ k }}={{ v }};{% endfor %}{% endfor %}", MESSAGES),
+    "loop over a message's dictsort": (
+        "{% for m in messages %}{% for k, v in m | dictsort %}{{ k }}={{ v }};{% endfor %}{% endfor %}",
+        MESSAGES),
+    "selectattr prologue, compared per message": (
+        "{% set users = messages | selectattr('role', 'equalto', 'user') | list %}{% for m in messages %}"
+        "{% if m == users[-1] %}L{% endif %}{{ m.content }}{% endfor %}", MESSAGES),
+    "typed content printed": ("{% for m in messages %}{{ m.content }}{% endfor %}", TYPED),
+    "string filter of a tool": ("{% for t in messages %}{{ t | string }}\n{% endfor %}", TOOLS),
+    "tojson filter of a tool": ("{% for t in messages %}{{ t | tojson }}\n{% endfor %}", TOOLS),
     "is defined prologue": (
         "{% for m in messages %}{% if tools is defined and tools %}T{% endif %}"
         "{% if m.tool_calls is defined %}C{% endif %}{{ m.content }}{% endfor %}", MESSAGES),

@@ -203,9 +203,31 @@ def walked(*values: Any) -> float:
         if isinstance(value, str):
             total += len(value) * FIND
         elif isinstance(value, _CONTAINERS):
-            total += _Expansion(current, most).of(value) * ITEM
+            flat = _flat_expansion(value, current)
+            total += (_Expansion(current, most).of(value) if flat is None else flat) * ITEM
         elif isinstance(value, range):  # `x in range(n)` scans it unless x is an int
             total += len(value) * ITEM * 4
+    return total
+
+
+def _flat_expansion(value: Any, current: Meter) -> Optional[float]:
+    """_Expansion.of a dict, list or tuple of at most 16 exact strings and numbers (a message
+    compared with another: `message == user_messages[-1]`), the same units in the same order,
+    without its memo and path; None for anything else."""
+    kind = type(value)
+    if kind is not dict and kind is not list and kind is not tuple:
+        return None
+    items = value.values() if kind is dict else value
+    n = len(items)
+    if n > 16:
+        return None
+    total = float(n)
+    for item in items:
+        if type(item) is str:
+            total += len(item) * (FIND / ITEM)
+        elif type(item) not in _CHEAP:
+            return None
+    current.charge(n * WALK)
     return total
 
 

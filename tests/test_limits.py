@@ -708,3 +708,23 @@ def test_a_small_value_past_the_output_limit_is_refused_before_it_prints(source)
     with pytest.raises(jinjamark.LimitExceeded, match="output limit"):
         env.from_string(source).render(d=d)
     assert env.from_string(source).render(d={"role": "user", "content": "x" * 5})
+
+
+FLAT_LEAVES = st.one_of(st.text(max_size=6), st.integers(), st.booleans(), st.none(), st.floats(allow_nan=False),
+                        st.text(max_size=3).map(jinjamark.mark_input), st.lists(st.text(max_size=2), max_size=2))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.dictionaries(st.text(max_size=3), FLAT_LEAVES, max_size=18),
+                 st.lists(FLAT_LEAVES, max_size=18), st.tuples(FLAT_LEAVES, FLAT_LEAVES)))
+def test_a_flat_container_is_walked_for_a_comparison_as_the_expansion_walks_it(value):
+    """`message == other` charges a small flat container at once (_flat_expansion): the same
+    units, charged the same, as the general expansion; anything else is the expansion's."""
+    from jinjamark import metering
+    fast, general = metering.Meter(jinjamark.Limits()), metering.Meter(jinjamark.Limits())
+    found = metering._flat_expansion(value, fast)
+    if found is not None:
+        assert found == metering._Expansion(general, 10 ** 9).of(value)
+        assert fast.left == general.left
+    else:
+        assert fast.left == jinjamark.Limits().max_work  # it charged nothing
