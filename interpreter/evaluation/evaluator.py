@@ -21,6 +21,7 @@ from .compiling.core import compiles, compiles_statement
 from .expressions import call_value, evaluate_arguments
 from ..values.markup import Markup
 from ..values.marks import concat
+from . import macros
 from .macros import make_macro
 from .scope import Scope
 from ..values.undefined import MISSING
@@ -139,6 +140,9 @@ class Evaluator:
         if name == "self" and self.chain is not None:  # the blocks, unless a variable
             return template_reference(self.chain)
         return self.undefined(name=name)
+
+
+macros.PLAIN_CAPTURE = Evaluator.capture  # a macro's call writes this capture out (macros.py)
 
 
 # ---------------------------------------------------------------------------- statements

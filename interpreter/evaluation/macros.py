@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .autoescape import autoescaping
+from .compiling import code_of
 from ..values.markup import _wrap
+from ..values.marks import concat
 from ..grammar import ast
 from ..values.runtime import Macro
 from .scope import Scope
@@ -20,7 +22,8 @@ def make_macro(ev: Any, node: ast.Macro | ast.CallBlock, name: str | None,
         facts = ev.memo[id(node)] = _macro_facts(node.params, node.body)
     catch_kwargs, catch_varargs, caller, ordered = facts
     # autoescaping as where the macro is defined (Jinja2 compiles the body there)
-    invoke = _macro_invoker(ev, node.body, closure, ordered, ev.autoescape)
+    invoke = _macro_invoker(ev, node.body, closure, ordered, ev.autoescape,
+                            not (caller or catch_kwargs or catch_varargs))
     return Macro(name, node.params, invoke, catch_kwargs, catch_varargs, caller)
 
 
@@ -37,28 +40,44 @@ def _macro_facts(params: tuple, body: tuple) -> tuple[bool, bool, bool, bool]:
 
 
 def _macro_invoker(ev: Any, body: tuple, closure: Scope, ordered: bool,
-                   autoescape: bool) -> Callable:
+                   autoescape: bool, simple: bool) -> Callable:
+    """The function a macro value calls. `simple`: the body reads no `caller`, `kwargs` or
+    `varargs`, so a call giving every parameter in order binds them at once."""
+    budget = ev.budget
+    # the evaluator's own capture, written out below (one macro call per message or per key of
+    # a tool's schema: two frames fewer); a subclass's (span tracking) is called
+    plain_capture = getattr(type(ev), "capture", None) is PLAIN_CAPTURE
+
     def invoke(macro: Macro, args: tuple, kwargs: dict, call_autoescape: Any = None) -> str:
         """The body escapes as where the macro was defined; the result is safe when the
         caller autoescapes (as in Jinja2), or, called from Python, as where it was defined."""
-        if not kwargs and len(args) == len(macro.params) and not (
-                macro.caller or macro.catch_kwargs or macro.catch_varargs):
+        if simple and not kwargs and len(args) == len(macro.params):
             scope = Scope(closure, dict(zip(macro.arguments, args)))  # each parameter given, in order
         else:
             scope = Scope(closure)
             bind_arguments(ev, macro, args, dict(kwargs), scope, ordered)
-        ev.budget.enter()
+        budget.enter()
         try:
-            if autoescape == ev.autoescape:  # the common case: nothing to switch
-                text = ev.capture(body, scope)
-            else:
+            if autoescape != ev.autoescape:
                 with autoescaping(ev, autoescape):
                     text = ev.capture(body, scope)
+            elif plain_capture:  # the common case: nothing to switch
+                saved, ev.out = ev.out, []
+                try:
+                    code_of(ev.code, body)(ev, scope)
+                    text = concat(ev.out)
+                finally:
+                    ev.out = saved
+            else:
+                text = ev.capture(body, scope)
         finally:
-            ev.budget.leave()
+            budget.leave()
         safe = autoescape if call_autoescape is None else call_autoescape
         return _wrap(text) if safe else text
     return invoke
+
+
+PLAIN_CAPTURE: Any = None  # Evaluator.capture, set by evaluator.py (which imports this module)
 
 
 def bind_arguments(ev: Any, macro: Macro, args: tuple, kwargs: dict, scope: Scope,
