@@ -480,3 +480,29 @@ def test_a_run_of_prints_writes_and_fails_as_its_prints_do(monkeypatch, source):
     full = outcome(10 ** 9, 10 ** 6)
     for limit in range(len(full) + 1):
         assert outcome(1, limit) == outcome(10 ** 9, limit), limit
+
+
+BLOCK_SETS = [
+    "{% for m in ms %}{% set c %}<{{ m }}>{% endset %}{{ c }}{% endfor %}{{ c }}",
+    "{% set c %}a{% set d = 1 %}{{ d }}{% endset %}{{ c }}{{ d }}",
+    "{% for m in ms %}{% set c %}{% if m > 1 %}{{ m }}{% endif %}{% endset %}[{{ c }}]{% endfor %}",
+    "{% macro f(x) %}{% set c %}({{ x }}){% endset %}{{ c ~ c }}{% endmacro %}{{ f(1) }}{{ f(2) }}",
+    "{% set c %}{% for m in ms %}{{ loop.index }}{% endfor %}{% endset %}{{ c|length }}{{ c }}",
+    "{% set x = 'o' %}{% set c %}{{ x }}{% set x = 'i' %}{{ x }}{% endset %}{{ c }}{{ x }}",
+    "{% for m in ms %}{% set c %}{{ m }}{% if m == 2 %}{% continue %}{% endif %}!{% endset %}[{{ c }}]"
+    "{% endfor %}end",
+    "{% for m in ms %}{% set c %}{{ m }}{% if m == 2 %}{% break %}{% endif %}{% endset %}{{ c }}{% endfor %}.",
+]
+
+
+@pytest.mark.parametrize("hot", [10 ** 9, 1])
+@pytest.mark.parametrize("source", BLOCK_SETS)
+def test_a_block_set_renders_as_in_jinja2(monkeypatch, hot, source):
+    """A block `set` written out by the generated code (its body into a list of its own, in a
+    frame of its own): the text of Jinja2's, also where a loop's continue or break leaves it."""
+    import jinja2
+    monkeypatch.setattr(tiers, "HOT", hot)
+    env = jinjamark.Environment(extensions=["jinja2.ext.loopcontrols"])
+    template = env.from_string(source)
+    want = jinja2.Environment(extensions=["jinja2.ext.loopcontrols"]).from_string(source).render(ms=[1, 2, 3])
+    assert [template.render(ms=[1, 2, 3]) for _ in range(2)] == [want, want]

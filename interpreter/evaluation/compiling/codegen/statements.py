@@ -90,6 +90,9 @@ class StatementWriter(ExpressionWriter):
             self.if_(node, scope, local)
         elif kind is ast.For and self.blocks < _MOST_BLOCKS and self.for_(node, scope, local):
             pass
+        elif kind is ast.AssignBlock and type(node.target) is ast.NameTarget and not node.filters \
+                and self.blocks < _MOST_BLOCKS:
+            self.assign_block(node, scope, local)
         elif kind is ast.Assign and type(node.target) is ast.NameTarget:
             value = self.expr(node.expr, scope, local)
             self.line(f"{scope}.vars[{node.target.name!r}] = {value}")
@@ -109,6 +112,41 @@ class StatementWriter(ExpressionWriter):
             self.line("out, fast = ev.out, ev.fast")  # as they are after any statement
             self.line("adding = fast and not (binops and '+' in binops)")
             _forget(local, node)
+
+    def assign_block(self, node: ast.AssignBlock, scope: str, local: dict) -> None:
+        """`{% set x %}body{% endset %}` (compile_assign_block, filtered_body and the evaluator's
+        capture, written out): the body rendered into a list of its own in a frame of its own,
+        joined with its marks, assigned. Where printing is not plain, or the template declares
+        names before statements, its closure."""
+        name, n = node.target.name, self.constant(node)
+        value, saved, inner = self.temp(), self.temp(), self.temp()
+        self.line("if not fast or ev.declared:")
+        self.line(f"    {self.closure(node, scope)}")
+        self.line(f"    {value} = {scope}.vars[{name!r}]")
+        self.line("    out, fast = ev.out, ev.fast")
+        self.line("    adding = fast and not (binops and '+' in binops)")
+        self.line("else:")
+        self.depth += 1
+        self.line(f"{inner} = Scope({scope})")
+        self.line(f"{saved} = out")
+        self.line("out = ev.out = []")
+        self.line("try:")
+        self.depth += 1
+        self.blocks += 1
+        bound = _bound_names(node.body)  # as a loop's body: what it never binds is still known
+        self.body(node.body, inner, {} if bound is None else
+                  {k: v for k, v in local.items() if k not in bound})
+        self.line(f"{value} = concat(out)")
+        self.blocks -= 1
+        self.depth -= 1
+        self.line("except Exception as e:")  # a loop's break or continue too: the output list
+        self.line(f"    ev.out = out = {saved}")  # the loop goes on writing is the frame's
+        self.line(f"    ev.fail(e, {n})")
+        self.line(f"ev.out = out = {saved}")
+        self.line(f"{scope}.vars[{name!r}] = {value}")
+        self.depth -= 1
+        if name != "loop":  # read back from the local while nothing rebinds it
+            local[name] = value
 
     def text(self, node: ast.Text, scope: str) -> None:
         """compile_text's write_text."""
