@@ -127,32 +127,7 @@ class CallWriter(Writer):
             value, missing = self.expr(value_node, scope, local), None
         args, kwargs = self.evaluated(site.arguments, scope, local)
         builtin = FILTERS.get(site.name) if negated is None else None
-        text_form = getattr(getattr(builtin, "unmetered", None), "text_form", None)
-        called_plainly = builtin is not None and plain_function(builtin)
-        passing = _PASSING_BUILTINS.get(builtin) if builtin is not None else None
-        units = _light_units(builtin, site.arguments, value) \
-            if builtin is not None and (text_form or called_plainly or passing == "environment") else None
-        opened = False
-        if units is not None and (text_form or called_plainly):  # `text | trim` of text, marked or not
-            own = getattr(builtin.unmetered, "same_as", None)  # plain text's: str's own, in C
-            called = self.constant(text_form or builtin.unmetered)
-            if own:
-                called = f"({self.constant(getattr(str, own))} if type({value}) is str else {called})"
-            self.line(f"if {function} is {self.constant(builtin)} and type({value}) in TEXTS:")
-            self.indented(self.light_call, units, f"{called}({value}{_passed(args, kwargs)})", result, site)
-            opened = True
-        # `message | items`, `tools | string`, `messages | selectattr(...)`: metered counts a
-        # dict, list or tuple by its length as it counts text; the builtin called as
-        # filter_value calls it (the environment first, for those that take it), where the
-        # metered call walks none of the value
-        first = None if units is None else "" if called_plainly and builtin.walk != 0 else \
-            "ev.env, " if passing == "environment" and builtin.walk is None else None
-        if first is not None:
-            self.line(f"{'elif' if opened else 'if'} {function} is {self.constant(builtin)} "
-                      f"and type({value}) in CONTAINERS:")
-            self.indented(self.light_call, units,
-                          f"{self.constant(builtin.unmetered)}({first}{value}{_passed(args, kwargs)})", result, site)
-            opened = True
+        opened = builtin is not None and self.light_calls(builtin, site, value, args, kwargs, function, result)
         if opened:
             self.line("else:")
             self.depth += 1
@@ -181,6 +156,42 @@ class CallWriter(Writer):
         if opened:
             self.depth -= 1
         return result
+
+    def light_calls(self, builtin: Any, site: Any, value: str, args: list, kwargs: list,
+                    function: str, result: str) -> bool:
+        """The builtin filter called by the generated code itself where the environment's filter
+        of the name is that builtin, charging what its metered call charges (light_call): of
+        text, marked or not (`text | trim`: its text form, or str's own method for plain text);
+        of a dict, list or tuple (`message | items`, `tool | string`, `messages |
+        selectattr(...)`: metered counts a container by its length as it counts text), called as
+        filter_value calls it, the environment first for those that take it, where the metered
+        call walks none of the value. Writes the `if`/`elif` branches; whether it wrote any."""
+        text_form = getattr(getattr(builtin, "unmetered", None), "text_form", None)
+        called_plainly = plain_function(builtin)
+        passing = _PASSING_BUILTINS.get(builtin)
+        if not (text_form or called_plainly or passing == "environment"):
+            return False
+        units = _light_units(builtin, site.arguments, value)
+        if units is None:
+            return False
+        opened = False
+        if text_form or called_plainly:
+            own = getattr(builtin.unmetered, "same_as", None)  # plain text's: str's own, in C
+            called = self.constant(text_form or builtin.unmetered)
+            if own:
+                called = f"({self.constant(getattr(str, own))} if type({value}) is str else {called})"
+            self.line(f"if {function} is {self.constant(builtin)} and type({value}) in TEXTS:")
+            self.indented(self.light_call, units, f"{called}({value}{_passed(args, kwargs)})", result, site)
+            opened = True
+        first = "" if called_plainly and builtin.walk != 0 else \
+            "ev.env, " if passing == "environment" and builtin.walk is None else None
+        if first is not None:
+            self.line(f"{'elif' if opened else 'if'} {function} is {self.constant(builtin)} "
+                      f"and type({value}) in CONTAINERS:")
+            self.indented(self.light_call, units,
+                          f"{self.constant(builtin.unmetered)}({first}{value}{_passed(args, kwargs)})", result, site)
+            opened = True
+        return opened
 
     def key_or_absent(self, node: Any, key: str, function: str, name: str, scope: str,
                       local: dict) -> str:
