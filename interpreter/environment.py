@@ -30,7 +30,7 @@ from .sandbox_hooks import SandboxHooks
 from .values import sandbox
 from .evaluation import tracking
 from .builtins import filters_support
-from .builtins.tests import TESTS as _TESTS
+from .builtins.tests import BUILTIN_TESTS
 from .limits import DEFAULT_LIMITS, Limits
 from .evaluation.output import Part, to_parts
 from .evaluation.scope import Scope, declarations
@@ -215,7 +215,7 @@ class Environment(SandboxHooks, TemplateLoading):
         fn = self.tests.get(name)
         if fn is None:
             raise TemplateRuntimeError(f"No test named {name!r}.")
-        if fn not in _BUILTIN_TESTS:  # the host's own: what it may compare or hash
+        if fn not in BUILTIN_TESTS:  # the host's own: what it may compare or hash
             metering.charge_walk(value, *args, *(kwargs or {}).values())
         return self._call_with_env(fn, value, args, kwargs, eval_ctx, context)
 
@@ -232,7 +232,6 @@ class Environment(SandboxHooks, TemplateLoading):
         return fn(value, *args, **(kwargs or {}))
 
 
-_BUILTIN_TESTS = frozenset(_TESTS.values())
 filters_support.BASE_GETITEM = Environment.getitem  # attribute getters read plain dicts at once
 _NONE: frozenset = frozenset()  # shared by the templates with no ids to keep
 

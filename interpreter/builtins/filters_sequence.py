@@ -18,7 +18,7 @@ from ..values.markup import Markup, _wrap, escape
 from .filters_support import (FilterArgumentError, ignore_case, make_attrgetter,
                               make_multi_attrgetter)
 from ..values.undefined import Undefined
-from .tests import TESTS
+from .tests import BUILTIN_TESTS
 
 # ---------------------------------------------------------------------------- picking
 
@@ -295,12 +295,9 @@ def _selector(env: Any, args: tuple, kwargs: dict, by_attribute: bool) -> Callab
 def _builtin_test(fn: Any) -> bool:
     """A builtin test taking only its arguments (env.call_test charges none of them a walk)."""
     try:
-        return fn in _BUILTIN_TESTS and pass_arg_of(fn) is None
+        return fn in BUILTIN_TESTS and pass_arg_of(fn) is None
     except TypeError:  # an unhashable callable object: the host's own
         return False
-
-
-_BUILTIN_TESTS = frozenset(TESTS.values())
 
 
 def _select_or_reject(env: Any, value: Any, args: tuple, kwargs: dict, keep: bool,

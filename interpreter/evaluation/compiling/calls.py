@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ...builtins.filters import FILTERS
-from ...builtins.tests import TESTS, test_defined, test_undefined
+from ...builtins.tests import BUILTIN_TESTS, test_defined, test_undefined
 from ..contexts import NOTHING, call_passing, context_if_wanted, quiet_context
 from ...environment_tools import pass_arg_of
 from ..expressions import OWN_CALLABLES, call_value
@@ -201,7 +201,7 @@ def plain_function(fn: Any, known: Optional[dict] = None) -> bool:
     except TypeError:  # an unhashable callable object
         return False
     if plain is None:
-        plain = pass_arg_of(fn) is None and (fn in _BUILTIN_TESTS if table is _PLAIN_TESTS
+        plain = pass_arg_of(fn) is None and (fn in BUILTIN_TESTS if table is _PLAIN_TESTS
                                              else keeps_marks_declared(fn))
         if len(table) < 4096:
             table[fn] = plain
@@ -212,7 +212,6 @@ _PLAIN_FILTERS: dict = {}
 _PASSING_BUILTINS = {fn: pass_arg_of(fn) for fn in FILTERS.values()
                      if pass_arg_of(fn) in ("environment", "eval_context") and keeps_marks_declared(fn)}
 _PLAIN_TESTS: dict = {}
-_BUILTIN_TESTS = frozenset(TESTS.values())
 
 
 __all__ = ["call_function", "compile_arguments", "compile_test", "filter_value", "plain_function", "test_value"]
