@@ -17,6 +17,7 @@ import pytest
 
 import jinjamark
 import oracle
+from jinjamark.grammar import ast
 from conftest import chat_templates, fixture
 from jinjamark.evaluation.compiling import codegen, tiers
 from jinjamark.evaluation.compiling.codegen import expressions as generated_expressions
@@ -133,16 +134,16 @@ def _wrong_loop_first(self, loop, attribute, node, real=generated_expressions.Ex
     return real(self, loop, attribute, node)
 
 
-def _text_written_twice(self, node, scope, real=generated_statements.StatementWriter.text):
+def _text_written_twice(self, run, scope, local, real=generated_statements.StatementWriter.prints):
     """Template text of a generated body written twice when it is a newline."""
-    real(self, node, scope)
-    if node.text == "\n":
-        real(self, node, scope)
+    real(self, run, scope, local)
+    if type(run[0]) is ast.Text and run[0].text == "\n":
+        real(self, run[:1], scope, local)
 
 
 @pytest.mark.parametrize("mutation", [
     ("ExpressionWriter", generated_expressions.ExpressionWriter, "loop_attribute", _wrong_loop_first),
-    ("StatementWriter", generated_statements.StatementWriter, "text", _text_written_twice),
+    ("StatementWriter", generated_statements.StatementWriter, "prints", _text_written_twice),
 ], ids=["loop.first", "text"])
 def test_a_bug_in_the_generated_code_alone_fails_the_slice(monkeypatch, mutation):
     _, cls, method, wrong = mutation

@@ -1,9 +1,10 @@
-"""Statements written out: text, `{{ }}` (a `+` chain of reads collected inline, a `~` chain
-printed piece by piece), `if`/`elif` (an if/elif chain on one read against text literals finds
-its branch in one dict look), `for`
-(its variable a Python local where nothing sets names in the loop), `set`, and the pieces of
+"""Statements written out: text and `{{ }}` (the ones that follow each other written at once; a
+`+` chain of reads collected inline, a `~` chain printed piece by piece), `if`/`elif` (an if/elif
+chain on one read against text literals finds its branch in one dict look), `for` (its variable
+a Python local where nothing sets names in the loop), `set` and block `set`, and the pieces of
 `CONSTANT_PIECES` (markers). Each is the work of its closure in compiling/statements.py, written
-out; any other statement is a call of its closure, after which the output list and the fast flag are read again."""
+out; any other statement is a call of its closure, after which the output list and the fast flag
+are read again."""
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -33,18 +34,21 @@ class StatementWriter(ExpressionWriter):
         i = 0
         while i < len(body):
             run = _print_run(body, i)
-            if len(run) > 1:
+            if run:
                 self.prints(run, scope, local)
             else:
                 self.statement(body[i], scope, local)
             i += len(run) or 1
 
     def prints(self, run: tuple, scope: str, local: dict) -> None:
-        """Text and `{{ }}`s one after the other (`<|im_start|>{{ role }}\n{{ content }}`): the
-        values printed in order, as each output prints them, then metered and appended at once,
-        as Jinja2 yields such a run as one string. Where printing is not plain, each as its
-        closure prints it. The output limit is found crossed where printing them one at a
-        time finds it (over_output); an output that calls something ends a run (_calls)."""
+        """Text and `{{ }}`s, one or several one after the other (`<|im_start|>{{ role }}\n{{
+        content }}`; compile_text's and compile_output's work): the values printed in order as
+        to_string prints them, then metered and appended at once, as Jinja2 yields such a run
+        as one string. `{{ a ~ b ~ c }}` prints its items one after the other rather than
+        joined first (marks then need no joining), a failure to print them raised at the `~`
+        as join_printed raises it. Where printing is not plain, each as its closure prints it.
+        The output limit is found crossed where printing them one at a time finds it
+        (over_output); an output that calls something ends a run (_calls)."""
         self.line("if not fast:")
         for node in run:
             kind = "text" if type(node) is ast.Text else "output"
@@ -75,17 +79,15 @@ class StatementWriter(ExpressionWriter):
             return
         self.line(f"budget.output -= {' + '.join(sizes)}")
         self.line(f"if budget.output < 0: over_output(ev, ({', '.join(sizes)},), {self.constant(tuple(blamed))})")
-        self.line(f"out.extend(({', '.join(pieces)},))")
+        self.line(f"out.extend(({', '.join(pieces)},))" if len(pieces) > 1 else f"out.append({pieces[0]})")
         self.depth -= 1
 
     def statement(self, node: Any, scope: str, local: dict) -> None:
         kind = type(node)
-        if kind is ast.Text:
-            self.text(node, scope)
-        elif kind is ast.Output and _plus(node.expr):
+        if kind is ast.Output and _plus(node.expr):
             self.output_sum(node, scope, local)
-        elif kind is ast.Output:
-            self.output(node, scope, local)
+        elif kind is ast.Output:  # one that calls something: a run of its own
+            self.prints((node,), scope, local)
         elif kind is ast.If:
             self.if_(node, scope, local)
         elif kind is ast.For and self.blocks < _MOST_BLOCKS and self.for_(node, scope, local):
@@ -147,51 +149,6 @@ class StatementWriter(ExpressionWriter):
         self.depth -= 1
         if name != "loop":  # read back from the local while nothing rebinds it
             local[name] = value
-
-    def text(self, node: ast.Text, scope: str) -> None:
-        """compile_text's write_text."""
-        self.write_text(node.text, node, scope, "Text")
-
-    def write_text(self, text: str, node: Any, scope: str, kind: str) -> None:
-        """Text written directly, or by printer.py's general path where printing is not plain
-        (autoescaping, finalize: they may print even an empty string otherwise)."""
-        self.line("if not fast:")
-        self.line(f"    print_{kind.lower()}(ev, {self.constant(node)}, {scope})")
-        if text:
-            self.line("else:")
-            self.line(f"    budget.output -= {len(text)}")
-            if kind == "Text":  # raised unlocated, as compile_text raises it
-                self.line("    if budget.output < 0: budget.wrote(0)")
-            else:  # `{{ 'x' }}`: at the output, as compile_output raises it
-                self.line(f"    if budget.output < 0: over_output(ev, ({len(text)},), ({self.constant(node)},))")
-            self.line(f"    out.append({self.constant(text)})")
-
-    def output(self, node: ast.Output, scope: str, local: dict) -> None:
-        """compile_output's output (a sum is output_sum's): each value printed as to_string
-        prints it, metered and appended; `{{ a ~ b ~ c }}` prints its items one after the other
-        rather than joined first (marks then need no joining), a failure to print them raised
-        at the `~` as join_printed raises it. `{{ 'text' }}` is written as text is."""
-        expr = node.expr
-        if type(expr) is ast.Const and type(expr.value) is str:
-            self.write_text(expr.value, node, scope, "Output")
-            return
-        self.line("if not fast:")
-        self.line(f"    print_output(ev, {self.constant(node)}, {scope})")
-        self.line("else:")
-        self.depth += 1
-        items = expr.items if type(expr) is ast.Concat else (expr,)
-        values = [self.expr(item, scope, local) for item in items]
-        texts = [self.temp() for _ in values]
-        if len(texts) == 1:
-            self.guarded([f"{texts[0]} = {_printed(values[0])}", f"if {texts[0]}:",
-                          f"    budget.output -= len({texts[0]})", "    if budget.output < 0: budget.wrote(0)",
-                          f"    out.append({texts[0]})"], node)
-        else:
-            self.guarded([f"{text} = {_printed(value)}" for value, text in zip(values, texts)], expr)
-            self.guarded([f"budget.output -= {' + '.join(f'len({t})' for t in texts)}",
-                          "if budget.output < 0: budget.wrote(0)",
-                          f"out.extend(({', '.join(texts)},))"], node)
-        self.depth -= 1
 
     def output_sum(self, node: ast.Output, scope: str, local: dict) -> None:
         """compile_sum's `{{ a + b + c }}`: while the addends are text they are written one
