@@ -178,9 +178,7 @@ def check_printable(value: Any) -> bool:
         most = meter.limits.max_output  # whole: the guard cost twice what repr() does)
         if total > most:
             raise LimitExceeded(f"printing this value would pass the output limit ({most})")
-        meter.left -= walked + total * metering.TEXT
-        if meter.left < meter.clock_at:
-            meter.check(walked + total * metering.TEXT)
+        meter.charge(walked + total * metering.TEXT)
         return subclassed
     most = current().max_output
     printed = _Printed(most)

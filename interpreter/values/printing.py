@@ -21,6 +21,7 @@ def to_string(value: Any) -> str:
     if t is str or t is Input or t is Mixed:
         return value
     if t is dict or t is list or t is tuple:  # typed content, a message, tools
+        # plain data all through (no input inside): Python's own repr is the same text
         return repr_value(value) if check_printable(value) else repr(value)
     if value is None or t is bool or t is int or t is float:
         return str(value)
@@ -29,8 +30,7 @@ def to_string(value: Any) -> str:
     if isinstance(value, Undefined):
         return str(value)
     if isinstance(value, (list, tuple, dict, set, frozenset)) or t in _VIEWS or t in _SHOWING:
-        if not check_printable(value) and (t is list or t is dict or t is tuple):
-            return repr(value)  # plain data all through: Python's own repr is the same text
+        check_printable(value)  # a subclass, a set, a view: refused past the output limit first
         return repr_value(value)
     if isinstance(value, str):
         return value

@@ -70,7 +70,7 @@ def _prologue(writer: StatementWriter) -> str:
     later calls (a macro's body, called per message) read them back at once."""
     if not writer.prologue:
         return ""
-    key = writer.constant(_Key())
+    key = writer.constant(object())  # this function's own key
     found = [name for function, plain, _, _ in writer.prologue for name in (function, plain)]
     lines = [f"looked = ev.looked.get({key})", "if looked is None:"]
     for function, plain, table, name in writer.prologue:
@@ -80,12 +80,6 @@ def _prologue(writer: StatementWriter) -> str:
     lines.append(f"    ev.looked[{key}] = {', '.join(found)},")
     lines.append(f"else: {', '.join(found)}, = looked")
     return "".join(f"    {line}\n" for line in lines)
-
-
-class _Key:
-    """A generated function's key in `ev.looked` (a new object per function)."""
-
-    __slots__ = ()
 
 
 def generate(body: tuple) -> Any:

@@ -428,9 +428,9 @@ def over_output(ev: Any, sizes: tuple, blamed: tuple) -> None:
     budget.output += sum(sizes)
     for written, node in zip(sizes, blamed):
         budget.output -= written
-        if budget.output < 0:
-            if node is None:
-                budget.wrote(0)
+        if budget.output < 0 and node is None:
+            budget.wrote(0)  # raises, unlocated
+        elif budget.output < 0:
             try:
                 budget.wrote(0)
             except Exception as e:

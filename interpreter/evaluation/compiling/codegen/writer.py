@@ -46,7 +46,7 @@ class Writer:
         self.count = 0
         self.booleans: set[str] = set()  # locals that surely hold a bool
         # the filters and tests the function calls: (local of the function, local of whether
-        # it is called plainly, table, name), looked up once per render (see _written)
+        # it is called plainly, table, name), looked up once per render (codegen's _prologue)
         self.prologue: list[tuple[str, str, str, str]] = []
         self.functions: dict[tuple, tuple[str, str]] = {}
 
