@@ -119,6 +119,14 @@ TEXT_PIECES = ["ab", "x", "Hi there", " ", "  ", "\t", "\n", "\n  ", " \n", "\n\
 COMMENT_BODIES = ["c", " note ", " {{ x }} ", "\n", " {% if %} ", "-", " # "]
 RAW_BODIES = ["{{ x }}", "{% if %}", " a ", "\n{# c #}\n", ""]
 
+# Safe text from a filter inside a `+` chain: the chain is safe, and what is added before and
+# after it is escaped (collected at once by the sums' fast paths, in both tiers).
+SAFE_SUMS = [
+    "{{ '<f>'|safe + html + '</f>' + d|tojson }}", "{{ html + s|safe + html }}", "{{ s + d|tojson + html }}",
+    "{% set z = html + d|tojson + '<' %}{{ z }}{{ z is escaped }}{{ z|length }}", "{{ html|e + html + 1 }}",
+    "{% for u in users %}{{ '<'|safe + u.name + '>'|safe + u|tojson }}{% endfor %}", "{{ html|e + xs + s }}",
+]
+
 # Corners where Jinja2 has a rule of its own (mostly refusals at compile time): each is dropped
 # into generated templates now and then, under the surrounding whitespace control and options.
 EDGE_SNIPPETS = [
@@ -156,6 +164,7 @@ EDGE_SNIPPETS = [
     "{{ (html|e).split(';') }}", "{{ [html|e, '>'] }}", "{{ {'<': html|e} }}", "{{ html|e|tojson }}",
     "{{ (html|e) * 2 }}", "{{ html|e|center(30) }}", "{{ html|e|striptags }}", "{{ [html|e]|join('&') }}",
     "{{ html|e is escaped }}", "{{ (html|safe).format(html) }}", "{{ html|e|replace('&', '+') }}",
+    *SAFE_SUMS,
 ]
 
 TYPED_NAMES = {"int": ["i", "j"], "str": ["s1", "s2"], "list": ["l1"], "dict": ["dd"]}
@@ -692,6 +701,12 @@ def assert_same_as_jinja2(source: str, opts: dict, context: dict = CONTEXT, mark
 
 
 # ---------------------------------------------------------------------------- the tests
+
+@pytest.mark.parametrize("marked", [False, True])
+@pytest.mark.parametrize("source", SAFE_SUMS)
+def test_sums_with_safe_text_render_as_jinja2(source, marked):
+    assert_same_as_jinja2(source, {}, marked=marked)
+
 
 PHASES = tuple(Phase) if os.environ.get("JINJAMARK_SHRINK") == "1" else (Phase.explicit, Phase.reuse, Phase.generate)
 

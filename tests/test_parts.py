@@ -318,6 +318,11 @@ SUMS = {
     "{% set x = 'a' + u + (u|safe) + '<' %}{{ x }}": [("a", False), ("&lt;u&gt;<u>", True), ("&lt;", False)],
     "{{ ('<' ~ u)|safe + '<' + 'x' }}": [("<", False), ("<u>", True), ("&lt;x", False)],
     "{% set x = '[' + u + ']' + u %}{{ x }}": [("[", False), ("<u>", True), ("]", False), ("<u>", True)],
+    # a filter's safe text (tojson's) inside the sum: what comes before it escaped too
+    "{{ '<f>'|safe + u + '</f>' + [u]|tojson }}": [("<f>", False), ("&lt;u&gt;", True), ('&lt;/f&gt;["', False),
+                                                     ("\\u003cu\\u003e", True), ('"]', False)],
+    "{% set x = '<' + ([u]|tojson) + u %}{{ x }}": [('&lt;["', False), ("\\u003cu\\u003e", True), ('"]', False),
+                                                   ("&lt;u&gt;", True)],
 }
 
 

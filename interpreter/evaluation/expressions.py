@@ -11,7 +11,7 @@ from ..grammar import ast
 from ..values import sandbox
 from ..errors import SecurityError
 from ..values.formatting import percent_format
-from ..values.markup import Markup, is_safe, markup_add, markup_join, markup_mod
+from ..values.markup import Markup, escape_text, is_safe, markup_add, markup_join, markup_mod
 from ..values.marks import Input, Mixed, concat
 from ..values.hostcalls import host_result
 from ..metering import COPY, charge, charge_building, charge_walk
@@ -139,6 +139,20 @@ def binary(ev, op: str, left: Any, right: Any) -> Any:
             charge_building(left, right, op)  # `*` and `+` build: what a render holds is bounded too
         return fn(left, right)
     return host_result(fn, fn(left, right), (left, right), None)  # an extension's operator
+
+
+def safe_sum(ev: Any, pieces: Any) -> Any:
+    """`a + b + c` of text and safe text, at least one piece safe (`'<x>'|safe + name`,
+    `'<f>' + args|tojson + '</f>'`): what adding left to right gives, every piece that is not
+    safe escaped (text added to safe text, or safe text added to it, is escaped, and what
+    follows is safe). Plain pieces are escaped and joined at once; marked ones are added one by
+    one, as binary adds them, for their marks."""
+    if all(type(p) is str or type(p) is Markup for p in pieces):
+        return str.__new__(Markup, "".join([p if type(p) is Markup else escape_text(p) for p in pieces]))
+    value = pieces[0]
+    for piece in pieces[1:]:
+        value = binary(ev, "+", value, piece)
+    return value
 
 
 def join_printed(ev: Any, values: list) -> str:

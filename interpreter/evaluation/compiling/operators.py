@@ -8,9 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..contexts import Context
-from ..expressions import COMPARE, SMALL_COPY, binary, cheap_to_compare, join_printed
+from ..expressions import COMPARE, SMALL_COPY, binary, cheap_to_compare, join_printed, safe_sum
 from ...grammar import ast
 from ...values.marks import Input, Mixed, concat
+from ...values.markup import Markup
 from ...metering import charge_compare
 from ...values.undefined import Undefined
 from .access import constant, located
@@ -91,6 +92,7 @@ def compile_sum(node: ast.Binary, output: Any = None) -> Code:
             return _finish(ev, output, _intercepted_sum(ev, sum_, scope))
         texts = texts_of[:]
         size = size_of
+        safe = False
         for i, code in dynamic:
             value = code(ev, scope)
             kind = type(value)
@@ -98,9 +100,18 @@ def compile_sum(node: ast.Binary, output: Any = None) -> Code:
                 texts[i] = value
                 size += len(value)
                 continue
+            if kind is Markup:  # safe text: the sum is safe, and escapes the rest
+                texts[i] = value
+                size += len(value)
+                safe = True
+                continue
             # from the first addend that is not text on, added as the expression tree adds
             return _finish(ev, output, _add_rest(ev, sum_, scope, texts[:i], value))
         try:
+            if safe:  # text and safe text: escaped as added (printed as a safe value prints)
+                if size > SMALL_COPY:
+                    ev.budget.limits.check_size(size)
+                return _finish(ev, output, safe_sum(ev, texts))
             if output is None:
                 if size > SMALL_COPY:  # as binary's `+`: a short join needs no check
                     ev.budget.limits.check_size(size)
@@ -126,14 +137,16 @@ def _finish(ev: Any, output: Any, value: Any) -> Any:
 
 
 def _add_rest(ev: Any, sum_: Addends, scope: Any, texts: list, value: Any) -> Any:
-    """The sum from the first addend that is not text (`value`, after `texts`) on."""
+    """The sum from the first addend that is not text (`value`, after `texts`: text and safe
+    text, added as safe_sum adds them) on."""
     i, adders = len(texts), sum_.adders  # each addend before it was text
     if texts:
         try:
             ev.budget.limits.check_size(sum(map(len, texts)))
         except Exception as e:
             ev.fail(e, adders[i - 1])
-        value = _add(ev, adders[i - 1], concat(texts), value)
+        left = safe_sum(ev, texts) if Markup in map(type, texts) else concat(texts)
+        value = _add(ev, adders[i - 1], left, value)
     for j in range(i + 1, len(sum_.codes)):
         code = sum_.codes[j]
         right = sum_.texts[j] if code is None else code(ev, scope)

@@ -15,7 +15,9 @@ from ....values.access import get_attribute
 from ....values.marks import Input, Mixed, concat, concat2
 from ....values.methods import DICT_METHODS, STR_METHODS
 from ....values.numbers import InputFloat, InputInt
-from ...expressions import SHORT_TEXT, SMALL_COPY, join_printed
+from ...expressions import SHORT_TEXT, SMALL_COPY, join_printed, safe_sum
+from ...printer import write
+from ....values.markup import Markup
 from ..access import (_DICT_KEYS, _INDICES, ABSENT, DICT_ATTRIBUTES, LOOP_PROPERTIES, item_of, plain_read,
                       read_path)
 from ..calls import _PLAIN_TESTS, call_function, plain_function
@@ -60,6 +62,7 @@ def add_rest(ev: Any, output: Any, terms: Any, scope: Any, texts: list, value: A
 # What the expressions' code calls besides the writer's RUNTIME.
 HELPERS = {"ABSENT": ABSENT, "operate": operate, "compare": compare,
            "item_of": item_of, "concat2": concat2, "concat": concat, "add_rest": add_rest, "negate": negate, **CALL_HELPERS,
+           "safe_sum": safe_sum, "write": write, "Markup": Markup,
            "join_printed": join_printed, "get_attribute": get_attribute, "call_function": call_function,
            "plain_function": plain_function, "PLAIN_TESTS": _PLAIN_TESTS, "SMALL_COPY": SMALL_COPY,
            "NUMBERS": _NUMBERS, "ORDERED": _ORDERED, "HASHED_CHEAPLY": HASHED_CHEAPLY,
@@ -199,6 +202,7 @@ class ExpressionWriter(CallWriter):
         rest = f"add_rest(ev, {self.constant(output)}, {terms}, {scope}, [{{}}], {{}})"
         operands, pieces, values, before, size = addends(expr)[0], [], [], [], 0
         kinds = []  # the types of the dynamic addends: all str, the join needs no marks
+        filtered = []  # the types of the addends that are filters: safe text makes a safe sum
         literals = set()  # the constants of this sum's literal pieces (others may be shared)
         for operand in operands:
             if type(operand) is ast.Const and type(operand.value) is str:
@@ -212,7 +216,10 @@ class ExpressionWriter(CallWriter):
                 continue
             value, kind = self.expr(operand, scope, local), self.temp()
             self.line(f"{kind} = type({value})")
-            self.line(f"if not ({kind} is str or {kind} is Input or {kind} is Mixed):")
+            # A filter may give safe text (`|safe`, `|tojson`): collected too, the sum is safe
+            # (compile_sum's). Other addends rarely are: they pay no look for it.
+            safe = f" and {kind} is not Markup" if type(operand) is ast.Filter else ""
+            self.line(f"if not ({kind} is str or {kind} is Input or {kind} is Mixed){safe}:")
             added = rest.format(", ".join(before), value)
             self.line(f"    {added}" if output is not None else f"    {result} = {added}")
             self.line("else:")
@@ -221,21 +228,35 @@ class ExpressionWriter(CallWriter):
             pieces.append(value)
             values.append(value)
             kinds.append(kind)
+            if safe:
+                filtered.append(kind)
         lengths = "".join(f" + len({value})" for value in values)
+        joined = ", ".join(pieces)
+        if filtered:
+            self.line(f"if {' or '.join(f'{kind} is Markup' for kind in filtered)}:")
+            self.depth += 1
+            if output is not None:
+                self.guarded([f"write(ev, safe_sum(ev, ({joined},)))"], output)
+            else:
+                self.guarded([f"if {size}{lengths} > SMALL_COPY: budget.limits.check_size({size}{lengths})",
+                              f"{result} = safe_sum(ev, ({joined},))"], expr)
+            self.depth -= 1
+            self.line("else:")
+            self.depth += 1
         self.line("try:")
         if output is not None:
             self.line(f"    budget.output -= {size}{lengths}")
             self.line("    if budget.output < 0: budget.wrote(0)")
-            self.line(f"    out.extend(({', '.join(pieces)},))")
+            self.line(f"    out.extend(({joined},))")
         else:
             total = self.temp()
             self.line(f"    {total} = {size}{lengths}")
             self.line(f"    if {total} > SMALL_COPY: budget.limits.check_size({total})")
             plain = " and ".join(f"{kind} is str" for kind in kinds) or "True"
-            self.line(f"    {result} = ''.join(({', '.join(pieces)},)) if {plain} else concat(({', '.join(pieces)},))")
+            self.line(f"    {result} = ''.join(({joined},)) if {plain} else concat(({joined},))")
         self.line("except Exception as e:")
         self.line(f"    ev.fail(e, {site})")
-        self.depth -= len(values)
+        self.depth -= len(values) + bool(filtered)
 
     def compare_one(self, node: ast.Compare, scope: str, local: dict) -> str:
         """One comparison (operators' _compare, and `among` for `x in ['a', 'b']`): numbers at
