@@ -377,16 +377,20 @@ class Template:
         return to_parts(self._render(dict(context), overlay, generation_spans))
 
     def _render(self, context: dict, overlay: Optional[dict] = None,
-                generation_spans: Optional[list] = None) -> list[str]:
+                generation_spans: Optional[list] = None, printed: Optional[dict] = None) -> list[str]:
         """Render; `context` (the caller's to give away) becomes the template's top-level scope
         (its `set`s write there) and is emptied once the render is done: a macro defined there
         refers to that scope, which holds the macro, and those cycles (a hundred objects a
-        render for a template of a dozen macros) would otherwise wait for the garbage collector."""
+        render for a template of a dozen macros) would otherwise wait for the garbage collector.
+        `printed`: printed sizes of the context's data, measured as it was cleaned (a ChatTemplate's
+        tools), for the render's memo where the environment is immutable."""
         try:
             if generation_spans is not None:
                 return _render_tracked(self, context, overlay, generation_spans)
             env = self.environment
             ev = Evaluator(env, env.handlers, self.name, self.source, self.memo)
+            if printed and ev.budget.printed is not None:
+                ev.budget.printed = printed
             return self._start(ev, context, overlay)
         finally:
             context.clear()

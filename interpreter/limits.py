@@ -171,14 +171,21 @@ def check_printable(value: Any) -> bool:
     or number inside is of a subclass (so may carry input marks): False means surely none."""
     if isinstance(value, str):
         return type(value) is not str
-    small = _small_plain_size(value)
+    meter = metering.meter()  # one look for the limit and the charge (a message printed
+    memo = meter.printed      # whole: the guard cost twice what repr() does)
+    known = None if memo is None else memo.get(id(value))
+    if known is not None and known[0] is value:  # measured before in this render (the tools
+        small = known[1]  # printed for each turn): its walk charged again, not walked again
+    else:
+        small = small_plain_size(value)
+        if small is not None and memo is not None and len(memo) < REMEMBERED:
+            memo[id(value)] = (value, small)  # the value kept: its id stays its own
     if small is not None:  # a few items of plain data (typed content, a tool call): no walker
-        total, walked, subclassed = small
-        meter = metering.meter()  # one look for the limit and the charge (a message printed
-        most = meter.limits.max_output  # whole: the guard cost twice what repr() does)
+        total, items, subclassed, _ = small
+        most = meter.limits.max_output
         if total > most:
             raise LimitExceeded(f"printing this value would pass the output limit ({most})")
-        meter.charge(walked + total * metering.TEXT)
+        meter.charge(items * _PRINT_WALK + total * metering.TEXT)  # each container and its items walked
         return subclassed
     most = current().max_output
     printed = _Printed(most)
@@ -190,21 +197,26 @@ def check_printable(value: Any) -> bool:
 
 
 _EXACT = frozenset((str, int, float, bool, type(None)))
+# Containers whose printed size a render remembers: a few printed again and again (tools, a
+# system message's parts); a loop printing new lists does not keep them all alive.
+REMEMBERED = 64
 _VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
 # Items: what the walk without a walker takes on (more goes to _Printed). It is two to three
 # times as fast as the walker for data without shared containers (a list of ten tools is a few
 # hundred items); a value past it costs this many items' walk more, once.
-_SMALL = 512
+SMALL = 512
 
 
-def _small_plain_size(value: Any) -> Optional[tuple[int, int, bool]]:
-    """(size, walk units, whether a string or number of a subclass is inside) as `_Printed`
-    counts them, for a value of at most `_SMALL` items of plain data (dicts, lists, tuples, str,
-    numbers, None; the strings and numbers may be of a subclass: marked ones, in render_parts);
+def small_plain_size(value: Any) -> Optional[tuple[int, int, bool, bool]]:
+    """(size, items walked, whether a string or number of a subclass is inside, whether it is
+    JSON as json.loads makes it: no subclass, no tuple) as `_Printed` counts the first three
+    (its walk units: items times _PRINT_WALK), for a value of at most `SMALL` items of plain
+    data (dicts, lists, tuples, str, numbers, None; the strings and numbers may be of a
+    subclass: marked ones, in render_parts);
     None for anything else (a container of a subclass, a host object, more items, a container
-    inside itself: counted past `_SMALL`). A container met twice is walked twice here, so its
+    inside itself: counted past `SMALL`). A container met twice is walked twice here, so its
     walk may be charged twice (the walker counts it from memory): what walking it again costs."""
-    stack, total, items, subclassed = [value], 0, 0, False
+    stack, total, items, subclassed, tuples = [value], 0, 0, False, False
     push, pop = stack.append, stack.pop
     while stack:
         item = pop()
@@ -214,7 +226,7 @@ def _small_plain_size(value: Any) -> Optional[tuple[int, int, bool]]:
         if kind is dict:
             n = len(item)
             items += n + 1
-            if items > _SMALL:
+            if items > SMALL:
                 return None
             total += 2 * n + 2
             for key, child in item.items():
@@ -227,9 +239,11 @@ def _small_plain_size(value: Any) -> Optional[tuple[int, int, bool]]:
                 else:
                     push(child)
         elif kind is list or kind is tuple:
+            if kind is tuple:
+                tuples = True
             n = len(item)
             items += n + 1
-            if items > _SMALL:
+            if items > SMALL:
                 return None
             total += 2 * n + 2
             for child in item:
@@ -247,7 +261,7 @@ def _small_plain_size(value: Any) -> Optional[tuple[int, int, bool]]:
             subclassed = True
         else:
             return None
-    return total, items * _PRINT_WALK, subclassed  # each container and its items walked
+    return total, items, subclassed, not (subclassed or tuples)
 
 
 class _Printed:

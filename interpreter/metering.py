@@ -43,10 +43,13 @@ CLOCK = 1_000_000  # units between looks at the clock
 class Meter:
     """The work budget of one render and its deadline."""
 
-    __slots__ = ("limits", "left", "deadline", "clock_at")
+    __slots__ = ("limits", "left", "deadline", "clock_at", "printed")
 
     def __init__(self, limits: Any) -> None:
         self.limits = limits
+        # Printed sizes of containers measured in this render, by id (limits.check_printable):
+        # a dict where no container can change while it renders (the immutable sandbox), else None.
+        self.printed: Optional[dict] = None
         self.left = limits.max_work
         self.deadline = None if limits.deadline is None else time.monotonic() + limits.deadline
         self.clock_at = self.left - CLOCK

@@ -26,6 +26,7 @@ from inspect import isfunction, ismethod
 from operator import is_
 from typing import Any, Callable, Optional
 
+from .. import limits
 from ..values.inputs import MAX_INPUT_DEPTH as MAX_DEPTH, check_input, too_deep as _too_deep
 from ..values.marks import Input, Marked
 from ..values.numbers import InputFloat, InputInt, as_input
@@ -139,6 +140,31 @@ def plain(value: Any, depth: int = 0) -> Any:
     if type(value) in _JSON_SCALARS or check_input(value, depth):
         return value  # tools, typed content, tool calls: JSON as json.loads made it
     return _plain(value, depth)
+
+
+def plain_measured(tools: Any, printed: dict) -> Any:
+    """`plain(tools, 0)` of the tools, which templates print whole or one by one (`tools|tojson`,
+    `tool|tojson`): when each tool is small JSON, the walk that finds that out is the one that
+    measures what it prints as (limits.small_plain_size), and `printed`, the render's memo of
+    sizes (limits.check_printable), gets each tool's and the list's: printing them walks
+    nothing more. Else (a tool not JSON as json.loads makes it, or not small) `plain`'s walk."""
+    if type(tools) is not list or len(tools) >= limits.REMEMBERED:
+        return plain(tools, 0)
+    total, items, measured = 2 * len(tools) + 2, len(tools) + 1, []
+    for tool in tools:
+        small = limits.small_plain_size(tool)
+        # JSON of at most MAX_DEPTH items nests less deep than check_input refuses (each level
+        # is a container of an item at least: two items)
+        if small is None or not small[3] or small[1] > MAX_DEPTH:
+            return plain(tools, 0)
+        measured.append((tool, small))
+        total += small[0]
+        items += small[1]
+    for tool, small in measured:
+        printed[id(tool)] = (tool, small)
+    if items <= limits.SMALL:  # what small_plain_size of the list counts (past it: the walker's)
+        printed[id(tools)] = (tools, (total, items, False, True))
+    return tools
 
 
 def _plain(value: Any, depth: int) -> Any:
@@ -313,26 +339,17 @@ def template_messages(messages: list[dict], walk: Callable[[Any, int], Any],
     role named in `trusted_roles` left unmarked. Always a new list (continuation edits it).
     `shortcut`: try `flat_messages` first (False: the caller found them not flat already)."""
     out: list = []
-    if shortcut and walk is plain:
-        flat = flat_messages(messages, False)
-        if flat is not None:
-            return list(flat)
-    elif shortcut and walk is marked:
+    if walk is plain:
+        flat = flat_messages(messages, False) if shortcut else None
+        return list(flat) if flat is not None else _plain_messages(messages)
+    if shortcut and walk is marked:
         out = marked_flat_prefix(messages, trusted_roles)
         if out:
             messages = messages[len(out):]
     add = out.append
     left = [_TRUSTED]  # the containers marked on trust, for the whole conversation
     for message in messages:
-        if walk is marked:
-            m = marked(message, 1, left)
-        elif walk is not plain:
-            m = walk(message, 1)
-        elif _flat_message(message) or _typed_message(message) or check_input(message, 1):
-            m = message  # text messages at a look, typed content at two; tool calls: JSON
-            # as json.loads made it, one walk
-        else:
-            m = _plain_dict(message, 2)
+        m = marked(message, 1, left) if walk is marked else walk(message, 1)
         if walk is marked:
             role = message.get("role")
             if type(role) is str and role in trusted_roles:
@@ -340,6 +357,23 @@ def template_messages(messages: list[dict], walk: Callable[[Any, int], Any],
         if "reasoning_content" in m or "thinking" in m or "reasoning" in m:
             m = alias_reasoning(m)
         add(m)
+    return out
+
+
+def _plain_messages(messages: list) -> list[dict]:
+    """`template_messages(messages, plain)` of messages not all flat: each message as it is
+    while it is JSON as json.loads makes it (a role and a text at two looks, other text messages
+    at one, typed content at two, tool calls by one walk), else rebuilt; reasoning aliased."""
+    out: list = []
+    add = out.append
+    for message in messages:
+        if not (type(message) is dict and len(message) == 2 and type(message.get("role")) is str
+                and type(message.get("content")) is str):  # else a role and a text: as it is
+            if not (_flat_message(message) or _typed_message(message) or check_input(message, 1)):
+                message = _plain_dict(message, 2)
+            if "reasoning_content" in message or "thinking" in message or "reasoning" in message:
+                message = alias_reasoning(message)
+        add(message)
     return out
 
 

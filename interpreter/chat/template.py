@@ -17,6 +17,7 @@ from . import continuation
 from .loading import (Templates, load_folder, select_template, special_tokens_of_tokenizer,
                       templates_of_tokenizer, token_text)
 from .normalize import (TRUSTED_ROLES, check_documents, check_tools, marked, normalize_messages, plain,
+                        plain_measured,
                         split_batch, start_conversation, template_messages, walk_conversation)
 from .profile import shared_environment
 
@@ -170,9 +171,11 @@ class ChatTemplate:
         reads = template.names_read
         started = start_conversation(messages, parts, self.trusted_roles,
                                      reads is None or "messages" in reads)
+        printed = {} if template.environment.immutable else None  # sizes measured as it cleans
         context = template_context(self, template, walk_conversation(*started), check_tools(tools),
-                                   check_documents(documents), add_generation_prompt, kwargs, parts)
-        pieces = template._render(context, self.overlay)  # the context is ours to use
+                                   check_documents(documents), add_generation_prompt, kwargs, parts,
+                                   printed=printed)
+        pieces = template._render(context, self.overlay, printed=printed)  # the context is ours
         return to_parts(pieces) if parts else "".join(pieces)
 
     def render_parts(self, conversation: Any, /, tools: Any = None, documents: Any = None,
@@ -342,10 +345,12 @@ class ChatTemplate:
 
 def template_context(chat: ChatTemplate, template: Template, walked: Optional[list], tools: Any,
                      documents: Any, add_generation_prompt: Any, kwargs: Mapping[str, Any],
-                     marked_data: bool, withheld: frozenset = frozenset()) -> dict:
+                     marked_data: bool, withheld: frozenset = frozenset(),
+                     printed: Optional[dict] = None) -> dict:
     """The variables of a render: the special tokens, the template variables, the `walked`
     messages, the tools and documents walked (marked, or made plain data), the generation
-    prompt; `withheld`: what the polyfills keep from the template."""
+    prompt; `withheld`: what the polyfills keep from the template. `printed`: the render's memo
+    of printed sizes, where the plain walk of the tools records them (plain_measured)."""
     walk = marked if marked_data else plain
     # Data the template cannot read cannot reach its output: it is left out rather than
     # copied (to be marked, or made plain data).
@@ -357,7 +362,8 @@ def template_context(chat: ChatTemplate, template: Template, walked: Optional[li
     if reads is None or "messages" in reads:
         context["messages"] = walked
     if reads is None or "tools" in reads:  # (messages first: their polyfills may withhold tools)
-        context["tools"] = None if tools is None or "tools" in withheld else walk(tools, 0)
+        context["tools"] = None if tools is None or "tools" in withheld else (
+            plain_measured(tools, printed) if printed is not None and not marked_data else walk(tools, 0))
     if reads is None or "documents" in reads:
         context["documents"] = None if documents is None else walk(documents, 0)
     # a value from a file is input; a bool is the caller's

@@ -61,6 +61,8 @@ class Evaluator:
         self.source = source
         self.out: list[str] = []
         self.budget = Budget(environment.limits)
+        if environment.immutable:  # no container changes while it renders: sizes measured once
+            self.budget.printed = {}
         self.steps = Budget.BATCH
         self.memo = {} if memo is None else memo  # per template: facts about its nodes
         self.looked: dict = {}  # per generated function: its filters and tests, found once
