@@ -206,17 +206,17 @@ def walked(*values: Any) -> float:
         if isinstance(value, str):
             total += len(value) * FIND
         elif isinstance(value, _CONTAINERS):
-            flat = _flat_expansion(value, current)
-            total += (_Expansion(current, most).of(value) if flat is None else flat) * ITEM
+            flat = _flat_units(value)
+            total += _Expansion(current, most).of(value) * ITEM if flat is None else flat
         elif isinstance(value, range):  # `x in range(n)` scans it unless x is an int
             total += len(value) * ITEM * 4
     return total
 
 
-def _flat_expansion(value: Any, current: Meter) -> Optional[float]:
-    """_Expansion.of a dict, list or tuple of at most 16 exact strings and numbers (a message
-    compared with another: `message == user_messages[-1]`), the same units in the same order,
-    without its memo and path; None for anything else."""
+def _flat_units(value: Any) -> Optional[float]:
+    """What walking a dict, list or tuple of at most 16 exact strings and numbers costs (a
+    message compared with another: `message == user_messages[-1]`): _Expansion's units, each
+    item measured and its leaf compared, without its memo and path; None for anything else."""
     kind = type(value)
     if kind is not dict and kind is not list and kind is not tuple:
         return None
@@ -224,14 +224,13 @@ def _flat_expansion(value: Any, current: Meter) -> Optional[float]:
     n = len(items)
     if n > 16:
         return None
-    total = float(n)
+    characters = 0
     for item in items:
         if type(item) is str:
-            total += len(item) * (FIND / ITEM)
+            characters += len(item)
         elif type(item) not in _CHEAP:
             return None
-    current.charge(n * WALK)
-    return total
+    return n * (WALK + ITEM) + characters * FIND
 
 
 def charge_walk(*values: Any) -> None:
@@ -250,6 +249,11 @@ def charge_compare(left: Any, right: Any) -> None:
         return
     if tl is int and tr is range:
         return
+    if (tl is dict or tl is list or tl is tuple) and (tr is dict or tr is list or tr is tuple):
+        units, more = _flat_units(left), _flat_units(right)  # two messages: walked() inline
+        if units is not None and more is not None:
+            charge(units + more)
+            return
     charge_walk(left, right)
 
 

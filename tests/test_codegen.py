@@ -290,3 +290,20 @@ def test_a_sum_with_a_filters_safe_text_is_collected_at_once(monkeypatch):
     template = jinjamark.chat_environment().from_string(source)
     assert template.render(tools=tools) == oracle.compiled(source).render(tools=tools)
     assert generated_bodies(template)
+
+
+def test_a_loop_over_a_dicts_items_walks_its_pairs_charged_before_it_starts():
+    # `for k, v in d | items` walks the dict's own items view (the builtin's loop_form): its
+    # length known, the loop is charged up front as a list's is, and no generator is made
+    from jinjamark.limits import Limits
+    seen: list = []
+    env = jinjamark.Environment(immutable=True, limits=Limits(max_loop_iterations=3))
+    env.globals["seen"] = lambda k: seen.append(k) or k
+    template = env.from_string("{% for k, v in d | items %}{{ seen(k) }}{% endfor %}")
+    with pytest.raises(jinjamark.LimitExceeded):
+        template.render(d=dict.fromkeys("abcd", 1))
+    assert seen == []  # refused before its first iteration (per iteration, it ran three)
+    source = ("{% for k, v in d | items %}{{ k }}{{ v }}{{ loop.length }}{{ loop.last }}{% endfor %}"
+              "{% set pairs = d | items %}{{ pairs | list }}{% for k in (d | items) | list %}{{ k }}{% endfor %}")
+    for d in ({"a": 1, "b": [2]}, {}):
+        assert jinjamark.chat_environment().from_string(source).render(d=d) == oracle.compiled(source).render(d=d)

@@ -241,7 +241,8 @@ def test_branches_cost_what_they_cost_charged_in_full_in_both_tiers(monkeypatch)
 LOOPS = ("{% for m in messages %}{{ m.role }}{% for ch in m.content %}{{ ch }}{% endfor %}"
          "{% for k in m %}{{ k }}{% if k == 'role' %}{% break %}{% endif %}{% endfor %}"
          "{% for i in range(3) if i %}{{ i }}{% endfor %}{% else %}none{% endfor %}"
-         "{% for k, v in {'a': 1, 'b': 2}.items() %}{{ k }}{% endfor %}")
+         "{% for k, v in {'a': 1, 'b': 2}.items() %}{{ k }}{% endfor %}"
+         "{% for m in messages %}{% for k, v in m | items %}{{ v }}{% endfor %}{% endfor %}")
 LOOP_MESSAGES = [{"role": "user", "content": "abc"}, {"role": "assistant", "content": ""}] * 5
 
 
@@ -268,15 +269,17 @@ def test_loops_charged_up_front_cost_what_they_cost_per_iteration_in_both_tiers(
     monkeypatch.setattr(Budget, "BATCH", 1)
     found = {}
     for up_front in (True, False):
-        if not up_front:
-            monkeypatch.setattr(loops, "_FIXED_LENGTH", frozenset())
+        if not up_front:  # the closures' loops.charged_up_front, the generated code's copy of it
+            monkeypatch.setattr(loops, "FIXED_LENGTH", frozenset())
+            monkeypatch.setitem(codegen._SHARED, "FIXED_LENGTH", frozenset())
         for hot in (10 ** 9, 1):
             monkeypatch.setattr(tiers, "HOT", hot)
             found[up_front, hot] = (least_limit(LOOPS, "max_fuel"),
                                     least_limit(LOOPS, "max_loop_iterations"))
     assert len(set(found.values())) == 1, found
-    # messages, characters, keys up to the break, the filtered range's items, the dict's items
-    assert found[True, 1][1] == 10 + 15 + 10 + 20 + 2
+    # messages, characters, keys up to the break, the filtered range's items, the dict's items;
+    # messages again, and each one's items (the generated code walks the dict's items view)
+    assert found[True, 1][1] == 10 + 15 + 10 + 20 + 2 + 10 + 20
 
 
 # Filters the generated code calls itself on text with literal arguments (codegen's light

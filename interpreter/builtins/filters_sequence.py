@@ -154,6 +154,12 @@ def do_items(value: Any) -> Iterator[tuple]:
     yield from value.items()
 
 
+# What a for loop over `d | items` walks of a dict: the same pairs, as the dict's own view, whose
+# length is known (the loop charged up front, no generator resumed per pair). Only where the
+# filter's value is iterated at once: elsewhere it is the generator Jinja2's is.
+do_items.loop_form = dict.items
+
+
 # ---------------------------------------------------------------------------- ordering
 
 

@@ -75,7 +75,7 @@ def loop_iterator(iterable: Any) -> tuple[Any, Any]:
 # What a loop may walk with its length known and fixed: Python's own containers, exactly (a host
 # object's __len__ may say less than its __iter__ gives), when the template cannot change them
 # (in an environment whose sandbox lets a template call list.append, it can).
-_FIXED_LENGTH = frozenset((list, tuple, dict, str, range,
+FIXED_LENGTH = frozenset((list, tuple, dict, str, range,
                            type({}.items()), type({}.keys()), type({}.values())))  # a dict's views
 
 
@@ -85,7 +85,7 @@ def charged_up_front(ev: Any, iterable: Any, length: Any, cost: int) -> bool:
     runs; whether it did. The same totals as charging each iteration, without two counters
     to update per iteration; a loop whose body may end it early (an extension's node, as
     `break`) is charged per iteration instead (the caller's choice), so as not to overcharge."""
-    if (length is None or ev.mutable or type(iterable) not in _FIXED_LENGTH
+    if (length is None or ev.mutable or type(iterable) not in FIXED_LENGTH
             or ev.budget.deadline is not None):
         return False
     budget = ev.budget

@@ -112,11 +112,12 @@ class CallWriter(Writer):
         return result
 
     def call_plain(self, node: Any, value_node: Any, table: str, negated: Any, scope: str,
-                   local: dict, site: Any = None) -> str:
+                   local: dict, site: Any = None, iterated: bool = False) -> str:
         """`x | trim`, `x is string` (calls.compile_filter and _test_closure): the value, then
         the arguments; a builtin called with them at once, any other function as the
         environment calls it (filtered or tested in general). `negated` None for a filter;
-        `site` the test node when a `not` was folded into it."""
+        `site` the test node when a `not` was folded into it; `iterated`: a for loop walks the
+        filter's value at once (`for k, v in d | items`)."""
         site = node if site is None else site
         result = self.temp()
         function, plain = self.function(table, site.name)
@@ -127,7 +128,8 @@ class CallWriter(Writer):
             value, missing = self.expr(value_node, scope, local), None
         args, kwargs = self.evaluated(site.arguments, scope, local)
         builtin = FILTERS.get(site.name) if negated is None else None
-        opened = builtin is not None and self.light_calls(builtin, site, value, args, kwargs, function, result)
+        opened = builtin is not None and self.light_calls(builtin, site, value, args, kwargs, function,
+                                                          result, iterated)
         if opened:
             self.line("else:")
             self.depth += 1
@@ -158,15 +160,18 @@ class CallWriter(Writer):
         return result
 
     def light_calls(self, builtin: Any, site: Any, value: str, args: list, kwargs: list,
-                    function: str, result: str) -> bool:
+                    function: str, result: str, iterated: bool = False) -> bool:
         """The builtin filter called by the generated code itself where the environment's filter
         of the name is that builtin, charging what its metered call charges (light_call): of
         text, marked or not (`text | trim`: its text form, or str's own method for plain text);
         of a dict, list or tuple (`message | items`, `tool | string`, `messages |
         selectattr(...)`: metered counts a container by its length as it counts text), called as
         filter_value calls it, the environment first for those that take it, where the metered
-        call walks none of the value. Writes the `if`/`elif` branches; whether it wrote any."""
+        call walks none of the value. Where a loop walks the value at once (`iterated`), a
+        builtin's `loop_form` of a dict (`d | items`: the dict's own items view) stands for
+        the generator it makes. Writes the `if`/`elif` branches; whether it wrote any."""
         text_form = getattr(getattr(builtin, "unmetered", None), "text_form", None)
+        loop_form = getattr(getattr(builtin, "unmetered", None), "loop_form", None) if iterated else None
         called_plainly = plain_function(builtin)
         passing = _PASSING_BUILTINS.get(builtin)
         if not (text_form or called_plainly or passing == "environment"):
@@ -175,12 +180,17 @@ class CallWriter(Writer):
         if units is None:
             return False
         opened = False
+        if loop_form is not None and called_plainly:
+            self.line(f"if {function} is {self.constant(builtin)} and type({value}) is dict:")
+            self.indented(self.light_call, units, f"{self.constant(loop_form)}({value})", result, site)
+            opened = True
         if text_form or called_plainly:
             own = getattr(builtin.unmetered, "same_as", None)  # plain text's: str's own, in C
             called = self.constant(text_form or builtin.unmetered)
             if own:
                 called = f"({self.constant(getattr(str, own))} if type({value}) is str else {called})"
-            self.line(f"if {function} is {self.constant(builtin)} and type({value}) in TEXTS:")
+            self.line(f"{'elif' if opened else 'if'} {function} is {self.constant(builtin)} "
+                      f"and type({value}) in TEXTS:")
             self.indented(self.light_call, units, f"{called}({value}{_passed(args, kwargs)})", result, site)
             opened = True
         first = "" if called_plainly and builtin.walk != 0 else \

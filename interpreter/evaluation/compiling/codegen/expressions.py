@@ -67,7 +67,7 @@ HELPERS = {"ABSENT": ABSENT, "operate": operate, "compare": compare,
            "plain_function": plain_function, "PLAIN_TESTS": _PLAIN_TESTS, "SMALL_COPY": SMALL_COPY,
            "NUMBERS": _NUMBERS, "ORDERED": _ORDERED, "HASHED_CHEAPLY": HASHED_CHEAPLY,
            "TEXTS": frozenset((str, Input, Mixed)), "CONTAINERS": frozenset((dict, list, tuple)),
-           "GeneratorType": GeneratorType, "COMPARED_CHEAPLY": _COMPARED_CHEAPLY,
+           "GeneratorType": GeneratorType, "DICT_ITEMS": type({}.items()), "COMPARED_CHEAPLY": _COMPARED_CHEAPLY,
            "RESULTS": _RESULTS, "COPY": COPY, "SMALL_WORK": SMALL_WORK, "charge": charge,
            "DICT_KEYS": _DICT_KEYS, "INDICES": _INDICES}
 

@@ -11,7 +11,7 @@ from ....values.markup import is_safe
 from ....values.printing import to_string
 from ....values.runtime import LoopContext, Macro, Namespace
 from ....values.undefined import MISSING, Undefined
-from ...loops import LoopSignal, assign, charged_up_front, filtered, loop_iterator
+from ...loops import FIXED_LENGTH, LoopSignal, assign, filtered, loop_iterator
 from ...printer import print_output, print_text
 from ...scope import Scope
 
@@ -21,7 +21,7 @@ RUNTIME = {"MISSING": MISSING, "Input": Input, "Mixed": Mixed, "str": str, "int"
            "bool": bool, "dict": dict, "type": type, "len": len, "to_string": to_string,
            "is_safe": is_safe, "LoopContext": LoopContext, "Namespace": Namespace, "Macro": Macro,
            "Undefined": Undefined, "LoopSignal": LoopSignal, "Scope": Scope, "assign": assign,
-           "filtered": filtered, "loop_iterator": loop_iterator, "charged_up_front": charged_up_front,
+           "filtered": filtered, "loop_iterator": loop_iterator, "FIXED_LENGTH": FIXED_LENGTH,
            "Exception": Exception, "StopIteration": StopIteration, "print_text": print_text, "print_output": print_output}
 
 
