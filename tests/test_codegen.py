@@ -180,6 +180,38 @@ def test_is_defined_of_a_missing_key_keeps_a_test_the_environment_replaced():
     assert generated_bodies(template)
 
 
+# `name is defined` (and `undefined`, `not` folded in), written out: the scope chain searched
+# without making an undefined, as the closures' _definedness does.
+NAME_DEFINED_SOURCES = [
+    "{{ x is defined }}{{ x is undefined }}{{ not x is defined }}{{ not x is undefined }}",
+    "{{ missing is defined }}{{ missing is undefined }}{{ not missing is defined }}",
+    "{% if not date is defined %}{% set date = 'today' %}{% endif %}{{ date }}{{ date is defined }}",
+    "{% for m in ms %}{{ m is defined }}{{ not m is undefined }}{{ later is defined }}{% set later = 1 %}"
+    "{{ later is defined }}{% endfor %}{{ later is defined }}",
+    "{% macro f(a, b) %}{{ a is defined }}{{ b is defined }}{{ c is defined }}{% endmacro %}{{ f(1) }}{{ f(1, 2) }}",
+    "{{ self is defined }}{{ range is defined }}{{ u is defined }}",
+]
+
+
+@pytest.mark.parametrize("source", NAME_DEFINED_SOURCES)
+def test_is_defined_of_a_name_answers_as_jinja2(source):
+    context = {"x": 1, "ms": [1, None], "u": jinjamark.Undefined(name="u")}
+    j2_context = {**context, "u": oracle.compiled("{{ u }}").environment.undefined(name="u")}
+    expected = oracle.compiled(source).render(**j2_context)
+    template = jinjamark.chat_environment().from_string(source)
+    assert template.render(**context) == expected
+    assert generated_bodies(template) and template.render(**context) == expected
+
+
+def test_is_defined_of_a_name_keeps_a_test_the_environment_replaced():
+    env = jinjamark.chat_environment()
+    env.tests["defined"] = lambda value: value == 2
+    template = env.from_string("{% for m in ms %}{{ m is defined }}{{ not m is defined }}{% endfor %}")
+    for _ in range(2):
+        assert template.render(ms=[1, 2]) == "FalseTrueTrueFalse"
+    assert generated_bodies(template)
+
+
 NESTED_LOOPS = "".join("{%% for x%d in xs %%}" % i for i in range(12)) + "{{ x11 }}" + \
     "{% endfor %}" * 12
 

@@ -21,18 +21,20 @@ import builtins
 import re
 import sys
 import warnings
-from types import CodeType
+from types import CodeType, FunctionType
 from typing import Any
 
 from .expressions import HELPERS
 from .statements import StatementWriter, over_output
+from ..calls import _PLAIN_FILTERS
 from ..core import compile_node
 from .writer import RUNTIME, Deferred
 
 # The helpers every generated function reads, and Python's builtins: one dict per process, each
 # function's builtins (a name not among its constants is looked up there, as fast). Copied into
 # every function's globals, they were a sixth of what a generated template keeps.
-_SHARED = {**builtins.__dict__, **RUNTIME, **HELPERS, "over_output": over_output}
+_SHARED = {**builtins.__dict__, **RUNTIME, **HELPERS, "over_output": over_output,
+           "PLAIN_FILTERS": _PLAIN_FILTERS, "FunctionType": FunctionType}
 
 # What Python says of a function nested deeper than it compiles (or a recursion past its limit).
 _TOO_DEEP = re.compile(r"too many statically nested blocks|too many levels of indentation|"
@@ -72,11 +74,15 @@ def _prologue(writer: StatementWriter) -> str:
         return ""
     key = writer.constant(object())  # this function's own key
     found = [name for function, plain, _, _ in writer.prologue for name in (function, plain)]
-    lines = [f"looked = ev.looked.get({key})", "if looked is None:"]
+    lines = [f"looked = ev.looked.get({key})", "if looked is None:",
+             "    filters, tests = ev.env.filters, ev.env.tests"]
     for function, plain, table, name in writer.prologue:
-        known = ", PLAIN_TESTS" if table == "tests" else ""
-        lines.append(f"    {function} = ev.env.{table}.get({name!r})")
-        lines.append(f"    {plain} = {function} is not None and plain_function({function}{known})")
+        known = "PLAIN_TESTS" if table == "tests" else "PLAIN_FILTERS"
+        lines.append(f"    {function} = {table}.get({name!r})")
+        # plain_function's memo read first (a function is hashable): its call for the rest
+        lines.append(f"    {plain} = {known}.get({function}) if type({function}) is FunctionType else None")
+        lines.append(f"    if {plain} is None: {plain} = {function} is not None and "
+                     f"plain_function({function}{', PLAIN_TESTS' if table == 'tests' else ''})")
     lines.append(f"    ev.looked[{key}] = {', '.join(found)},")
     lines.append(f"else: {', '.join(found)}, = looked")
     return "".join(f"    {line}\n" for line in lines)

@@ -22,7 +22,8 @@ from ..access import (_DICT_KEYS, _INDICES, ABSENT, DICT_ATTRIBUTES, LOOP_PROPER
                       read_path)
 from ..calls import _PLAIN_TESTS, call_function, plain_function
 from ..operators import HASHED_CHEAPLY, Addends, _add_rest, _finish, addends, compare, negate, operate
-from .calls import CALL_HELPERS, CallWriter, _plain_arguments
+from .calls import _DEFINED_TESTS, CALL_HELPERS, CallWriter, _plain_arguments
+from ....grammar.ast import NO_ARGUMENTS
 
 METHOD_NAMES = frozenset(STR_METHODS).union(DICT_METHODS)  # calls.compile_call's method calls
 
@@ -50,6 +51,12 @@ def _literal_texts(node: ast.Compare) -> Any:
             type(item) is ast.Const and type(item.value) is str for item in right.items):
         return None
     return frozenset(item.value for item in right.items)
+
+
+def _definedness_of_name(node: ast.Test) -> bool:
+    """`name is defined` / `undefined` of a variable, no arguments (calls._definedness)."""
+    return (type(node.value) is ast.Name and node.name in _DEFINED_TESTS
+            and node.arguments == NO_ARGUMENTS)
 
 
 def add_rest(ev: Any, output: Any, terms: Any, scope: Any, texts: list, value: Any) -> Any:
@@ -106,13 +113,15 @@ class ExpressionWriter(CallWriter):
             return self.value(f"[{items}]" if kind is ast.ListLiteral else f"({items}{',' if node.items else ''})")
         elif kind is ast.Filter and _plain_arguments(node.arguments):
             return self.call_plain(node, node.value, "filters", None, scope, local)
-        elif kind is ast.Test and _plain_arguments(node.arguments) \
-                and not (type(node.value) is ast.Name and node.name in ("defined", "undefined")):
+        elif kind is ast.Test and _definedness_of_name(node):
+            return self.definedness(node, node.negated, scope, local)
+        elif kind is ast.Test and _plain_arguments(node.arguments):
             return self.call_plain(node, node.value, "tests", node.negated, scope, local)
         elif kind is ast.Unary and node.op == "not" and type(node.operand) is ast.Test:
             test = node.operand  # compile_unary folds the `not` into the test
-            if _plain_arguments(test.arguments) \
-                    and not (type(test.value) is ast.Name and test.name in ("defined", "undefined")):
+            if _definedness_of_name(test):
+                return self.definedness(test, not test.negated, scope, local, node)
+            if _plain_arguments(test.arguments):
                 return self.call_plain(node, test.value, "tests", not test.negated, scope, local, test)
         elif kind is ast.Unary and node.op in ("-", "+"):  # compile_unary's negate
             value, result = self.expr(node.operand, scope, local), self.temp()
@@ -318,6 +327,35 @@ class ExpressionWriter(CallWriter):
         self.line(f"    if {result} is not ABSENT: break")
         self.line(f"    {frame} = {frame}.parent")
         self.line(f"if {result} is ABSENT or {result} is MISSING: {result} = ev.lookup_missing({name!r})")
+        return result
+
+    def definedness(self, node: ast.Test, negated: bool, scope: str, local: dict, site: Any = None) -> str:
+        """`name is defined` (or `undefined`, `not` folded in: calls._definedness, the guard chat
+        templates open with): the scope chain searched inline without making an undefined for a
+        missing name, while the environment's test is the builtin one; else its closure."""
+        name, result, frame, value = node.value.name, self.temp(), self.temp(), self.temp()
+        wanted = (node.name == "defined") != negated  # the result when the name is defined
+        function, _ = self.function("tests", node.name)
+        held = local.get(name)  # a kept loop's variable: defined unless it holds an undefined
+        self.line(f"if {function} is {self.constant(_DEFINED_TESTS[node.name])}:")
+        self.depth += 1
+        if held is not None:
+            self.line(f"{result} = {wanted} if not isinstance({held}, Undefined) else {not wanted}")
+        else:
+            self.line(f"{result} = {not wanted}")
+            if name == "self":  # the template's blocks, where it extends or is extended
+                self.line(f"if ev.chain is not None: {result} = {wanted}")
+            self.line(f"{frame} = {scope}")
+            self.line(f"while {frame} is not None:")
+            self.line(f"    {value} = {frame}.vars.get({name!r}, ABSENT)")
+            self.line(f"    if {value} is not ABSENT:")
+            self.line(f"        if {value} is not MISSING:  # (owned by the frame, unassigned: undefined)")
+            self.line(f"            {result} = {wanted} if not isinstance({value}, Undefined) else {not wanted}")
+            self.line("        break")
+            self.line(f"    {frame} = {frame}.parent")
+        self.depth -= 1
+        self.line("else:")
+        self.line(f"    {result} = {self.closure(node if site is None else site, scope)}")
         return result
 
     def loop_attribute(self, loop: str, attribute: str, node: Any) -> str:
