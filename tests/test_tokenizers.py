@@ -10,6 +10,8 @@ import json
 import pathlib
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from tokenizers import Tokenizer
 from transformers import PreTrainedTokenizerFast
 
@@ -144,3 +146,42 @@ def test_tokens_command_prints_ids(raw_tokenizer, tmp_path, capsys):
     fx = fixture("20-injection-user")
     assert json.loads(out) == chat("chatml").encode(fx["messages"], raw_tokenizer)
     assert "control tokens" in err
+
+
+# The check that lets a whole-text encoding stand (chat/encoding.py's _all_from_template) looks
+# only at control tokens among those covering an input run: it must answer as looking at every
+# control token does, also for tokens that take the whitespace beside them (lstrip/rstrip).
+PIECES = ["<|im_end|>", "<|im_start|>", "<|x|>", " ", "  ", "\n", "hi", "a b", "<|im_", "end|>", "x<|x|>y"]
+
+
+def exact_from_template(runs, encoding, ids, contents) -> bool:
+    """Every occurrence of every control id produced: its own text on template characters."""
+    for token_id in contents.keys() & ids:
+        content, at = contents[token_id], ids.index(token_id)
+        while at is not None:
+            start, end = encoding.token_to_chars(at)
+            found = runs.text.find(content, start, end)
+            if found < 0 or runs.touches(found, found + len(content)):
+                return False
+            at = ids.index(token_id, at + 1) if token_id in ids[at + 1:] else None
+    return True
+
+
+@pytest.fixture(scope="module")
+def stripping_tokenizer() -> Tokenizer:
+    from tokenizers import AddedToken
+    raw = byte_level_bpe(400, SPECIALS)
+    raw.add_special_tokens([AddedToken("<|x|>", lstrip=True, rstrip=True)])
+    return raw
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(PIECES), st.booleans()), min_size=1, max_size=12))
+def test_the_control_tokens_looked_at_answer_as_all_of_them(stripping_tokenizer, drawn):
+    from jinjamark.chat.encoding import InputRuns, _all_from_template, _contents
+    parts = [jinjamark.Part(text, is_input) for text, is_input in drawn]
+    runs = InputRuns(parts)
+    encoding = stripping_tokenizer.encode(runs.text, add_special_tokens=False)
+    contents = _contents(special_tokens(stripping_tokenizer))
+    assert _all_from_template(runs, encoding, encoding.ids, contents) == exact_from_template(
+        runs, encoding, encoding.ids, contents)

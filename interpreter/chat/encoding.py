@@ -112,13 +112,26 @@ def encode_runs(batch: Sequence[InputRuns], tokenizer: Any, control: Mapping[str
 
 def _all_from_template(runs: InputRuns, encoding: Any, ids: list[int], contents: dict[int, str]) -> bool:
     """Whether every control-token id the tokenizer produced stands on template characters.
-    Only the control ids are looked at (found by `list.index`, in C), not every token. A token
+    Only the control ids among the tokens that cover input runs are looked at (each occurrence
+    found by `list.index`, in C), not every token. A token
     that strips whitespace beside it (lstrip/rstrip) spans that whitespace too: its own text is
     what must be the template's."""
     if not runs.starts:
         return True
+    present = contents.keys() & ids
+    if not present:
+        return True
+    # Only a control token among those that cover an input run can stand on input (tokens are
+    # in the order of their characters): two look-ups a run, not three a control token.
+    suspects: set = set()
+    for start, end in zip(runs.starts, runs.ends):
+        first, last = encoding.char_to_token(start), encoding.char_to_token(end - 1)
+        if first is None or last is None:  # a character no token covers (a normalizer's)
+            suspects = present
+            break
+        suspects.update(ids[first:last + 1])
     text = runs.text
-    for token_id in contents.keys() & ids:
+    for token_id in present & suspects:
         content = contents[token_id]
         at = ids.index(token_id)
         while True:
