@@ -133,6 +133,10 @@ class Memo(dict):
         super().__init__(found)
         self._tree = tree
 
+    @property
+    def tree(self) -> ast.Template:
+        return self._tree
+
     def __missing__(self, key: Any) -> Any:
         if key != ASSIGNED:
             raise KeyError(key)

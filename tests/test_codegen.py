@@ -339,3 +339,39 @@ def test_a_loop_over_a_dicts_items_walks_its_pairs_charged_before_it_starts():
               "{% set pairs = d | items %}{{ pairs | list }}{% for k in (d | items) | list %}{{ k }}{% endfor %}")
     for d in ({"a": 1, "b": [2]}, {}):
         assert jinjamark.chat_environment().from_string(source).render(d=d) == oracle.compiled(source).render(d=d)
+
+
+@pytest.mark.parametrize("source,free", [
+    ("{{ a }}{% for m in ms %}{{ b }}{{ m }}{{ loop.index }}{% endfor %}{% set c = 1 %}{{ c }}", {"a", "b", "ms"}),
+    ("{% macro f(x) %}{{ x }}{{ y }}{{ caller }}{{ varargs }}{% endmacro %}{{ f(z) }}", {"y", "z"}),
+    ("{% with w = 1 %}{{ w }}{{ v }}{% endwith %}{% set t %}{{ u }}{% endset %}", {"v", "u"}),
+    ("{% if x is defined %}{{ x }}{% endif %}{% for k, v in d|items %}{{ k }}{% endfor %}", {"x", "d"}),
+    ("{% include 'other' %}{{ a }}", set()),  # composes: names may come from elsewhere
+    ("{{ self }}{{ a }}", set()),
+])
+def test_the_free_names_are_those_nothing_in_the_template_binds(source, free):
+    from jinjamark.evaluation.compiling.codegen import free_names
+    template = jinjamark.chat_environment().from_string(source)
+    assert free_names(template.memo) == free
+
+
+def test_free_names_are_read_once_at_a_functions_start_as_jinja2_resolves_them():
+    # a free name read in a branch not taken, or only after the loop, is still the context's;
+    # an undefined one read where it is not used raises nothing (strict undefined too)
+    source = ("{% for m in ms %}{% if m > 1 %}{{ missing }}{% endif %}{{ g }}{{ m }}{% endfor %}"
+              "{% macro f() %}{{ g }}{% endmacro %}{{ f() }}{{ f() }}")
+    for undefined in ("Undefined", "StrictUndefined"):
+        env = jinjamark.Environment(undefined=getattr(jinjamark, undefined))
+        j2 = oracle.compiled(source).environment.overlay(undefined=getattr(__import__("jinja2"), undefined))
+        template = env.from_string(source)
+        for _ in range(2):
+            got = outcome_of(lambda: template.render(ms=[0, 1], g="G"))
+            assert got == outcome_of(lambda: j2.from_string(source).render(ms=[0, 1], g="G"))
+        assert generated_bodies(template)
+
+
+def outcome_of(render) -> str:
+    try:
+        return render()
+    except Exception as error:  # noqa: BLE001 - both engines' refusals compared by kind
+        return "raised " + ("undefined" if "undefined" in str(error) else type(error).__name__)

@@ -106,8 +106,8 @@ def test_the_slice_runs_the_generated_code():
     made, compiled = [], []
     real_generate, real_from_string = codegen.generate, jinjamark.Environment.from_string
 
-    def generating(body):
-        function = real_generate(body)
+    def generating(body, *free):
+        function = real_generate(body, *free)
         if function is not None:
             made.append(function)
         return function

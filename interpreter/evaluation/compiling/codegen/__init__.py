@@ -25,9 +25,11 @@ from types import CodeType, FunctionType
 from typing import Any
 
 from .expressions import HELPERS
-from .statements import StatementWriter, over_output
+from .statements import StatementWriter, _bound_names, over_output
 from ..calls import _PLAIN_FILTERS
 from ..core import compile_node
+from ...composition import composes
+from ....grammar import ast
 from .writer import RUNTIME, Deferred
 
 # The helpers every generated function reads, and Python's builtins: one dict per process, each
@@ -52,8 +54,8 @@ def source_of(body: tuple) -> str:
     return _written(body)[0]
 
 
-def _written(body: tuple) -> tuple[str, dict]:
-    writer = StatementWriter()
+def _written(body: tuple, free: frozenset = frozenset()) -> tuple[str, dict]:
+    writer = StatementWriter(free)
     writer.body(body, "scope", {})
     # What stays the same while a body runs is read once: the budget, and the binary
     # operators the sandbox intercepts; the output list and whether it is written directly,
@@ -61,7 +63,7 @@ def _written(body: tuple) -> tuple[str, dict]:
     # `adding`: `{{ a + b }}` may collect its addends (written directly, `+` not intercepted).
     source = ("def body(ev, scope):\n    budget, binops, out, fast = ev.budget, ev.binops, ev.out, ev.fast\n"
               "    adding = fast and not (binops and '+' in binops)\n"
-              + _prologue(writer)
+              + _prologue(writer) + _resolved(writer)
               + "\n".join(writer.lines) + "\n")
     return source, writer.constants
 
@@ -88,9 +90,47 @@ def _prologue(writer: StatementWriter) -> str:
     return "".join(f"    {line}\n" for line in lines)
 
 
-def generate(body: tuple) -> Any:
-    """The generated function of `body`, or None when Python cannot compile it."""
-    source, constants = _written(body)
+def _resolved(writer: StatementWriter) -> str:
+    """The lines that read each free name the function reads (free_names) once, at its start,
+    as Jinja2 resolves a function's names: the scope chain walked; a missing one ABSENT, made
+    undefined where it is read (a name read only where a branch is not taken costs no
+    undefined)."""
+    lines = []
+    for name, local in writer.resolved.items():
+        lines += [f"{local} = ABSENT", "frame = scope", "while frame is not None:",
+                  f"    {local} = frame.vars.get({name!r}, ABSENT)", f"    if {local} is not ABSENT: break",
+                  "    frame = frame.parent",
+                  f"if {local} is MISSING: {local} = ABSENT"]
+    return "".join(f"    {line}\n" for line in lines)
+
+
+# Names the machinery binds in frames of its own, never through a statement of the template.
+_SPECIAL = frozenset(("loop", "caller", "varargs", "kwargs", "self", "super"))
+
+
+def free_names(memo: Any) -> frozenset:
+    """The names a template reads that nothing in it can bind (no `set`, loop, macro, parameter,
+    import or `with` names them), where it neither composes with other templates nor holds an
+    extension's node: each stands for one value, the context's or a global's, for a whole
+    render, and the generated code reads it once per function (Jinja2 resolves a function's
+    names at its start). Found once per template, kept in its memo."""
+    free = memo.get(FREE)
+    if free is None:
+        tree = getattr(memo, "tree", None)
+        bound = None if tree is None or composes(ast.walk(tree.body)) else _bound_names(tree.body)
+        free = frozenset() if bound is None else frozenset(
+            node.name for node in ast.walk(tree.body) if type(node) is ast.Name) - bound - _SPECIAL
+        memo[FREE] = free
+    return free
+
+
+FREE = "free names"  # the memo's key for free_names
+
+
+def generate(body: tuple, free: frozenset = frozenset()) -> Any:
+    """The generated function of `body`, or None when Python cannot compile it; `free`: the
+    template's free names (free_names), each read once at the function's start."""
+    source, constants = _written(body, free)
     namespace = dict(constants, __builtins__=_SHARED)
     for name, value in constants.items():  # the closures of general paths, made when first run
         if type(value) is Deferred:

@@ -319,6 +319,12 @@ class ExpressionWriter(CallWriter):
         held = local.get(name)
         if held is not None:
             return held
+        if name in self.free:  # one value for the whole render: read once, at the start
+            found = self.resolved.get(name)
+            if found is None:
+                found = self.resolved[name] = self.temp()
+            self.line(f"if {found} is ABSENT: {found} = ev.lookup_missing({name!r})")
+            return found
         result, frame = self.temp(), self.temp()
         self.line(f"{result} = ABSENT")
         self.line(f"{frame} = {scope}")

@@ -38,7 +38,9 @@ class Writer:
     """Writes Python lines at the current indentation (`depth`); `blocks` counts the nested
     loops and try blocks around them (Python compiles at most 20)."""
 
-    def __init__(self) -> None:
+    def __init__(self, free: frozenset = frozenset()) -> None:
+        self.free = free  # the template's free names (codegen.free_names)
+        self.resolved: dict[str, str] = {}  # each free name read, and the local it is read into
         self.lines: list[str] = []
         self.constants: dict[str, Any] = {}
         self.depth = 1  # indentation
