@@ -25,12 +25,12 @@ from types import CodeType, FunctionType
 from typing import Any
 
 from .expressions import HELPERS
-from .statements import StatementWriter, _bound_names, over_output
+from .statements import StatementWriter, bound_names, over_output
 from ..calls import _PLAIN_FILTERS
 from ..core import compile_node
 from ...composition import composes
 from ....grammar import ast
-from .writer import RUNTIME, Deferred
+from .writer import RUNTIME, Deferred, Writer
 
 # The helpers every generated function reads, and Python's builtins: one dict per process, each
 # function's builtins (a name not among its constants is looked up there, as fast). Copied into
@@ -95,17 +95,16 @@ def _resolved(writer: StatementWriter) -> str:
     as Jinja2 resolves a function's names: the scope chain walked; a missing one ABSENT, made
     undefined where it is read (a name read only where a branch is not taken costs no
     undefined)."""
-    lines = []
+    reader = Writer()  # its lines at the function's first level, as the prologue's
     for name, local in writer.resolved.items():
-        lines += [f"{local} = ABSENT", "frame = scope", "while frame is not None:",
-                  f"    {local} = frame.vars.get({name!r}, ABSENT)", f"    if {local} is not ABSENT: break",
-                  "    frame = frame.parent",
-                  f"if {local} is MISSING: {local} = ABSENT"]
-    return "".join(f"    {line}\n" for line in lines)
+        reader.walked(local, name, "scope", "frame")
+        reader.line(f"if {local} is MISSING: {local} = ABSENT")
+    return "".join(line + "\n" for line in reader.lines)
 
 
 # Names the machinery binds in frames of its own, never through a statement of the template.
 _SPECIAL = frozenset(("loop", "caller", "varargs", "kwargs", "self", "super"))
+FREE = "free names"  # the memo's key for free_names
 
 
 def free_names(memo: Any) -> frozenset:
@@ -117,14 +116,11 @@ def free_names(memo: Any) -> frozenset:
     free = memo.get(FREE)
     if free is None:
         tree = getattr(memo, "tree", None)
-        bound = None if tree is None or composes(ast.walk(tree.body)) else _bound_names(tree.body)
+        bound = None if tree is None or composes(ast.walk(tree.body)) else bound_names(tree.body)
         free = frozenset() if bound is None else frozenset(
             node.name for node in ast.walk(tree.body) if type(node) is ast.Name) - bound - _SPECIAL
         memo[FREE] = free
     return free
-
-
-FREE = "free names"  # the memo's key for free_names
 
 
 def generate(body: tuple, free: frozenset = frozenset()) -> Any:

@@ -325,13 +325,8 @@ class ExpressionWriter(CallWriter):
                 found = self.resolved[name] = self.temp()
             self.line(f"if {found} is ABSENT: {found} = ev.lookup_missing({name!r})")
             return found
-        result, frame = self.temp(), self.temp()
-        self.line(f"{result} = ABSENT")
-        self.line(f"{frame} = {scope}")
-        self.line(f"while {frame} is not None:")
-        self.line(f"    {result} = {frame}.vars.get({name!r}, ABSENT)")
-        self.line(f"    if {result} is not ABSENT: break")
-        self.line(f"    {frame} = {frame}.parent")
+        result = self.temp()
+        self.walked(result, name, scope, self.temp())
         self.line(f"if {result} is ABSENT or {result} is MISSING: {result} = ev.lookup_missing({name!r})")
         return result
 
@@ -386,15 +381,10 @@ class ExpressionWriter(CallWriter):
         anything else by the node's closure (reading a variable again is unseen)."""
         obj = self.name(variable, scope, local)
         result, general = self.temp(), self.closure(node, scope)
-        self.line(f"if type({obj}) is dict:")  # (indexed: a third cheaper than .get, the key most often there)
-        self.line("    try:")
-        self.line(f"        {result} = {obj}[{self.constant(key)}]")
-        self.line("    except KeyError:")
-        if type(key) is str and key[:1] != "_" and key not in DICT_ATTRIBUTES:
-            # `m.tool_calls` where there are none: no item and no method, undefined at once
-            self.line(f"        {result} = ev.undefined(obj={obj}, name={self.constant(key)})")
-        else:
-            self.line(f"        {result} = {general}")
+        # `m.tool_calls` where there are none: no item and no method, undefined at once
+        undefined = type(key) is str and key[:1] != "_" and key not in DICT_ATTRIBUTES
+        self.dict_item(result, obj, key, f"ev.undefined(obj={obj}, name={self.constant(key)})"
+                       if undefined else general)
         if type(node) is ast.GetItem and type(key) is int:  # `messages[0]`
             bound = f"len({obj}) >= {-key}" if key < 0 else f"len({obj}) > {key}"
             self.line(f"elif (type({obj}) is list or type({obj}) is tuple) and {bound}:")
@@ -434,12 +424,8 @@ class ExpressionWriter(CallWriter):
                 self.line(f"elif (type({result}) is list or type({result}) is tuple) and {kind} in INDICES "
                           f"and -len({result}) <= {key} < len({result}): {result} = {result}[{key}]")
                 self.line(f"else: {result} = ABSENT")
-            elif type(key) is str:  # (indexed, as item() reads)
-                self.line(f"if type({result}) is dict:")
-                self.line("    try:")
-                self.line(f"        {result} = {result}[{self.constant(key)}]")
-                self.line("    except KeyError:")
-                self.line(f"        {result} = ABSENT")
+            elif type(key) is str:
+                self.dict_item(result, result, key, "ABSENT")
                 self.line(f"else: {result} = ABSENT")
             else:
                 self.line(f"if type({result}) is dict: {result} = {result}.get({key!r}, ABSENT)")
@@ -473,11 +459,7 @@ class ExpressionWriter(CallWriter):
         if attr[:1] == "_" or attr in DICT_ATTRIBUTES:
             return self.located(general, node)
         result = self.temp()
-        self.line(f"if type({obj}) is dict:")  # (indexed, as item() reads)
-        self.line("    try:")
-        self.line(f"        {result} = {obj}[{self.constant(attr)}]")
-        self.line("    except KeyError:")
-        self.line(f"        {result} = ABSENT")
+        self.dict_item(result, obj, attr, "ABSENT")
         self.line(f"else: {result} = ABSENT")
         self.line(f"if {result} is ABSENT:")
         self.depth += 1

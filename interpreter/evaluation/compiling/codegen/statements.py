@@ -136,7 +136,7 @@ class StatementWriter(ExpressionWriter):
         self.line("try:")
         self.depth += 1
         self.blocks += 1
-        bound = _bound_names(node.body)  # as a loop's body: what it never binds is still known
+        bound = bound_names(node.body)  # as a loop's body: what it never binds is still known
         self.body(node.body, inner, {} if bound is None else
                   {k: v for k, v in local.items() if k not in bound})
         self.line(f"{value} = concat(out)")
@@ -339,7 +339,7 @@ class StatementWriter(ExpressionWriter):
                 self.line(f"{inner}.vars['loop'] = {items}")
             # The body sets names in the frame: what it never binds (the variable, `loop`, an
             # outer loop's variable) is still known; every other name is read from the frame.
-            bound = _bound_names(node.body)
+            bound = bound_names(node.body)
             inside = {} if bound is None else {k: v for k, v in local.items() if k not in bound}
             if bound is not None and name is not None and name not in bound:
                 inside[name] = item
@@ -376,7 +376,7 @@ def _forget(local: dict, node: Any) -> None:
     makes its name known to the statements after it: `local`)."""
     if not local:  # nothing known, nothing to walk the node for
         return
-    bound = _bound_names((node,))
+    bound = bound_names((node,))
     if bound is None:
         local.clear()
     else:
@@ -384,7 +384,7 @@ def _forget(local: dict, node: Any) -> None:
             del local[name]
 
 
-def _bound_names(body: tuple) -> Any:
+def bound_names(body: tuple) -> Any:
     """Every name some statement in `body` (nested ones too) may bind: assignment and loop
     targets, macros and their parameters, imports; None when an extension's node is there
     (it may bind anything)."""

@@ -124,6 +124,26 @@ class Writer:
         self.guarded([f"{result} = {expression}"], node)
         return result
 
+    def walked(self, result: str, name: str, scope: str, frame: str) -> None:
+        """compile_name's lookup written out: `result` the value of `name` in the first frame of
+        the chain from `scope` that holds it, else ABSENT (`frame` walks the chain)."""
+        self.line(f"{result} = ABSENT")
+        self.line(f"{frame} = {scope}")
+        self.line(f"while {frame} is not None:")
+        self.line(f"    {result} = {frame}.vars.get({name!r}, ABSENT)")
+        self.line(f"    if {result} is not ABSENT: break")
+        self.line(f"    {frame} = {frame}.parent")
+
+    def dict_item(self, result: str, obj: str, key: Any, missing: str) -> None:
+        """`result` = the plain dict `obj`'s literal `key`, indexed (a third cheaper than .get,
+        the key most often there), `missing` where it has none; the caller writes what follows
+        for any other `obj` (an `elif` or `else`)."""
+        self.line(f"if type({obj}) is dict:")
+        self.line("    try:")
+        self.line(f"        {result} = {obj}[{self.constant(key)}]")
+        self.line("    except KeyError:")
+        self.line(f"        {result} = {missing}")
+
     def guarded(self, lines: list[str], node: Any) -> None:
         """`lines` (each at one level deeper than the `try`) run with a failure raised at `node`."""
         self.line("try:")
