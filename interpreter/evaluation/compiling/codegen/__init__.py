@@ -25,6 +25,7 @@ from types import CodeType, FunctionType
 from typing import Any
 
 from .expressions import HELPERS
+from .slots import shared_locals
 from .statements import StatementWriter, bound_names, over_output
 from ..calls import _PLAIN_FILTERS
 from ..core import compile_node
@@ -61,19 +62,19 @@ def _written(body: tuple, free: frozenset = frozenset()) -> tuple[str, dict]:
     # operators the sandbox intercepts; the output list and whether it is written directly,
     # again after each statement run by its closure (a capture swaps and restores them).
     # `adding`: `{{ a + b }}` may collect its addends (written directly, `+` not intercepted).
+    # The temporaries share locals (slots.py): a frame of dozens, not hundreds.
+    lines = shared_locals(_prologue(writer) + _resolved(writer) + writer.lines)
     source = ("def body(ev, scope):\n    budget, binops, out, fast = ev.budget, ev.binops, ev.out, ev.fast\n"
-              "    adding = fast and not (binops and '+' in binops)\n"
-              + _prologue(writer) + _resolved(writer)
-              + "\n".join(writer.lines) + "\n")
+              "    adding = fast and not (binops and '+' in binops)\n" + "\n".join(lines) + "\n")
     return source, writer.constants
 
 
-def _prologue(writer: StatementWriter) -> str:
+def _prologue(writer: StatementWriter) -> list[str]:
     """The lines that find the function's filters and tests: the first call in a render looks
     them up and keeps them in the evaluator (`ev.looked`, keyed by a constant of the function);
     later calls (a macro's body, called per message) read them back at once."""
     if not writer.prologue:
-        return ""
+        return []
     key = writer.constant(object())  # this function's own key
     found = [name for function, plain, _, _ in writer.prologue for name in (function, plain)]
     lines = [f"looked = ev.looked.get({key})", "if looked is None:",
@@ -87,10 +88,10 @@ def _prologue(writer: StatementWriter) -> str:
                      f"plain_function({function}{', PLAIN_TESTS' if table == 'tests' else ''})")
     lines.append(f"    ev.looked[{key}] = {', '.join(found)},")
     lines.append(f"else: {', '.join(found)}, = looked")
-    return "".join(f"    {line}\n" for line in lines)
+    return [f"    {line}" for line in lines]
 
 
-def _resolved(writer: StatementWriter) -> str:
+def _resolved(writer: StatementWriter) -> list[str]:
     """The lines that read each free name the function reads (free_names) once, at its start,
     as Jinja2 resolves a function's names: the scope chain walked; a missing one ABSENT, made
     undefined where it is read (a name read only where a branch is not taken costs no
@@ -99,7 +100,7 @@ def _resolved(writer: StatementWriter) -> str:
     for name, local in writer.resolved.items():
         reader.walked(local, name, "scope", "frame")
         reader.line(f"if {local} is MISSING: {local} = ABSENT")
-    return "".join(line + "\n" for line in reader.lines)
+    return reader.lines
 
 
 # Names the machinery binds in frames of its own, never through a statement of the template.
