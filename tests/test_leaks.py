@@ -372,6 +372,9 @@ NUMBERS = [
     "range(n) | last", "range(n, n + 1) | first", "u.split(u) | length", "(u * 2).split(u) | length", "(u ~ '') | length", "u | string | length",
     "u.encode() | length", "u.encode()[0]", "(u | tojson) | length", "d | length", "d.items() | list | length",
     "n.bit_length()", "xs | map('length') | first", "xs | select | list | length", "(xs | unique | list) | length",
+    # a number from input with a float: float's own operator answers (`0.5 + n`, `n + 0.5`)
+    "(n + 0.5) | int", "(0.5 + n) | int", "(1.5 * n) | int", "(n ** 0.5) | int", "(n - 0.5) | int",
+    "(2.5 + n - 1) | int",
 ]
 
 

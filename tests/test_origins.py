@@ -83,6 +83,26 @@ def test_numbers_print_with_their_origin_and_computed_ones_with_their_sources():
                       ("2", Several((Source(None, "doc.xs[0]"), Source(None, "doc.xs[1]"))))]
 
 
+@pytest.mark.parametrize("hot", [1, 1000], ids=["generated", "closures"])
+def test_arithmetic_on_input_numbers_keeps_marks_and_sources_in_both_tiers(monkeypatch, hot):
+    # the index Qwen templates count down with (`messages|length - 1 - loop.index0`): the
+    # generated code adds and subtracts numbers from input at once, by their own operators
+    from jinjamark.evaluation.compiling import tiers
+    monkeypatch.setattr(tiers, "HOT", hot)
+    env = jinjamark.Environment()
+    data = mark_input({"n": 7, "xs": ["a", "b"]}, origin="doc")
+    template = env.from_string("{% for x in d.xs %}{{ d.xs | length - 1 - loop.index0 }},"
+                               "{{ d.n + 0.5 }},{{ 10 // d.n }},{{ d.n % 4 }},{{ 2.5 * d.n }};{% endfor %}")
+    for _ in range(3):  # the second and later renders run the generated code, where it is made
+        parts = template.render_parts(d=data, origins=True)
+    both = Several((Source(None, "doc.xs[0]"), Source(None, "doc.xs[1]")))
+    n = Source(None, "doc.n")
+    assert [(p.text, p.origin) for p in parts if p.is_input] == [
+        ("1", both), ("7.5", n), ("1", n), ("3", n), ("17.5", n),
+        ("0", both), ("7.5", n), ("1", n), ("3", n), ("17.5", n)]
+    assert template.render(d=data) == "1,7.5,1,3,17.5;0,7.5,1,3,17.5;"
+
+
 def test_a_counter_added_to_thousands_of_times_finds_its_origin_without_recursion():
     # regression: each sum remembered its operands, and finding the origin of the last one
     # recursed once per addition (RecursionError, reported as a limit) where render works

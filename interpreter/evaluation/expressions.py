@@ -13,6 +13,7 @@ from ..errors import SecurityError
 from ..values.formatting import percent_format
 from ..values.markup import Markup, escape_text, is_safe, markup_add, markup_join, markup_mod
 from ..values.marks import Input, Mixed, concat
+from ..values.numbers import InputFloat, InputInt, derived
 from ..values.hostcalls import host_result
 from ..metering import COPY, charge, charge_building, charge_walk
 from ..values.runtime import BlockReference, Function, Joiner, LoopContext, Macro, Method
@@ -106,6 +107,8 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
 
 
 _CORE_OPERATORS = frozenset(BINARY.values())
+_PLAIN_NUMBERS = frozenset((int, float))
+INPUT_NUMBERS = frozenset((InputInt, InputFloat))
 
 
 def binary(ev, op: str, left: Any, right: Any) -> Any:
@@ -137,7 +140,12 @@ def binary(ev, op: str, left: Any, right: Any) -> Any:
     if fn in _CORE_OPERATORS:
         if isinstance(left, (str, list, tuple)) or isinstance(right, (str, list, tuple)):
             charge_building(left, right, op)  # `*` and `+` build: what a render holds is bounded too
-        return fn(left, right)
+        result = fn(left, right)
+        if type(result) in _PLAIN_NUMBERS and (type(left) in INPUT_NUMBERS or type(right) in INPUT_NUMBERS):
+            # a number from input and a float (`n + 0.5`, `0.5 * n`): float's own operator
+            # answered, and its result is input too (fail safe)
+            return derived(result, left, right)
+        return result
     return host_result(fn, fn(left, right), (left, right), None)  # an extension's operator
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .origins import computed_from
+from .origins import TRACING, computed_from
 from .undefined import Undefined
 
 
@@ -13,10 +13,17 @@ def _carry(op: str, base: type):
     method = getattr(base, op)
 
     def apply(self, *args: Any) -> Any:
+        # as_input and computed_from written out: `messages|length - 1 - loop.index0` runs
+        # this twice per message in render_parts
         result = method(self, *args)
-        if result is NotImplemented:
+        kind = type(result)
+        if kind is int:
+            result = InputInt(result)
+        elif kind is float:
+            result = InputFloat(result)
+        else:  # NotImplemented, or a complex (`(-8) ** 0.5`): no number to mark
             return result
-        return computed_from(as_input(result), (self, *args))  # its origin, in an origin render
+        return computed_from(result, (self, *args)) if TRACING.get() else result  # its origin
     apply.__name__ = op
     return apply
 
@@ -127,11 +134,13 @@ def derived(number: Any, *sources: Any) -> Any:
     Only what a source shows on its face is looked at (a marked string, a number from input, or
     any item of a container that is not plain template data), so that `messages | length` costs
     no walk over the conversation."""
-    if type(number) is not int and type(number) is not float:
+    kind = type(number)
+    if kind is not int and kind is not float:
         return number
     for source in sources:
-        if _may_hold_input(source):
-            return computed_from(as_input(number), sources)
+        if _may_hold_input(source):  # (`messages | length`, once per message in some loops)
+            number = InputInt(number) if kind is int else InputFloat(number)
+            return computed_from(number, sources) if TRACING.get() else number
     return number
 
 
@@ -142,7 +151,7 @@ def _may_hold_input(value: Any) -> bool:
     t = type(value)
     if t in _PLAIN:
         return False
-    if isinstance(value, (list, tuple)):
+    if t is list or isinstance(value, (list, tuple)):
         return not all(map(_PLAIN.__contains__, map(type, value)))
     if isinstance(value, dict):
         return not (all(map(_PLAIN.__contains__, map(type, value)))

@@ -14,7 +14,7 @@ from ....metering import _RESULTS, COPY, SMALL_WORK, charge
 from ....values.access import get_attribute
 from ....values.marks import Input, Mixed, concat, concat2
 from ....values.methods import DICT_METHODS, STR_METHODS
-from ....values.numbers import InputFloat, InputInt
+from ....values.numbers import InputFloat, InputInt, derived
 from ...expressions import SHORT_TEXT, SMALL_COPY, join_printed, safe_sum
 from ...printer import write
 from ....values.markup import Markup
@@ -32,6 +32,9 @@ METHOD_NAMES = frozenset(STR_METHODS).union(DICT_METHODS)  # calls.compile_call'
 # that cannot grow a value past what limits check (`*` and `**` can: operate checks them).
 _ARITHMETIC = frozenset(("+", "-", "/", "//", "%"))
 _NUMBERS = frozenset((int, float))
+# Numbers of which one at least is from input, added, subtracted, divided at once: the result
+# is input (`messages|length - 1 - loop.index0` in render_parts), as binary() makes it.
+_ANY_NUMBERS = frozenset((int, float, InputInt, InputFloat))
 # Numbers compared at once: plain ones and those counted from input (`idx > 1` for an idx in
 # `range(messages|length)`; comparing gives a bool, which is not input).
 _ORDERED = frozenset((int, float, InputInt, InputFloat))
@@ -72,7 +75,7 @@ HELPERS = {"ABSENT": ABSENT, "operate": operate, "compare": compare,
            "safe_sum": safe_sum, "write": write, "Markup": Markup,
            "join_printed": join_printed, "get_attribute": get_attribute, "call_function": call_function,
            "plain_function": plain_function, "PLAIN_TESTS": _PLAIN_TESTS, "SMALL_COPY": SMALL_COPY,
-           "NUMBERS": _NUMBERS, "ORDERED": _ORDERED, "HASHED_CHEAPLY": HASHED_CHEAPLY,
+           "NUMBERS": _NUMBERS, "ANY_NUMBERS": _ANY_NUMBERS, "derived": derived, "ORDERED": _ORDERED, "HASHED_CHEAPLY": HASHED_CHEAPLY,
            "TEXTS": frozenset((str, Input, Mixed)), "CONTAINERS": frozenset((dict, list, tuple)),
            "GeneratorType": GeneratorType, "DICT_ITEMS": type({}.items()), "COMPARED_CHEAPLY": _COMPARED_CHEAPLY,
            "RESULTS": _RESULTS, "COPY": COPY, "SMALL_WORK": SMALL_WORK, "charge": charge,
@@ -175,10 +178,17 @@ class ExpressionWriter(CallWriter):
             self.line(f"elif ({kind} is str or {kind} is Input) and (type({b}) is str or type({b}) is Input) "
                       f"and not binops and len({a}) + len({b}) <= SMALL_COPY:")
             self.line(f"    {result} = concat2({a}, {b})")
+            self.line(f"elif {kind} in ANY_NUMBERS and type({b}) in ANY_NUMBERS and not binops:")
+            self.line(f"    {result} = derived({a} + {b}, {a}, {b})")
         elif op in _ARITHMETIC:
             self.line(f"if type({a}) in NUMBERS and type({b}) in NUMBERS and not binops:")
             self.line("    try:")
             self.line(f"        {result} = {a} {op} {b}")
+            self.line("    except Exception as e:")
+            self.line(f"        ev.fail(e, {self.constant(node)})")
+            self.line(f"elif type({a}) in ANY_NUMBERS and type({b}) in ANY_NUMBERS and not binops:")
+            self.line("    try:")
+            self.line(f"        {result} = derived({a} {op} {b}, {a}, {b})")
             self.line("    except Exception as e:")
             self.line(f"        ev.fail(e, {self.constant(node)})")
         else:  # `*`, `**`: they can grow a value past the limits, binary() checks
