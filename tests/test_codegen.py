@@ -375,3 +375,32 @@ def outcome_of(render) -> str:
         return render()
     except Exception as error:  # noqa: BLE001 - both engines' refusals compared by kind
         return "raised " + ("undefined" if "undefined" in str(error) else type(error).__name__)
+
+
+MACROS = [
+    # parameters never bound again in the body: read once a call (fixed)
+    ("{% macro show(v, d='-') %}{% if v is mapping %}{% for k, x in v|dictsort %}{{ k }}={{ show(x) }};"
+     "{% endfor %}{% elif v is string %}{{ v }}{{ d }}{% else %}{% for x in v %}{{ show(x, d ~ '+') }}"
+     "{% endfor %}{% endif %}{% endmacro %}{{ show(data) }}", {"v", "d"}),
+    # bound again by a set, a loop's target, a nested macro's parameter: walked at each read
+    ("{% macro f(a, b, c) %}{{ a }}{% set a = a ~ '!' %}{{ a }}{% for b in [1, 2] %}{{ b }}{% endfor %}"
+     "{{ b }}{% macro g(c) %}{{ c }}{% endmacro %}{{ g(c ~ '?') }}{{ c }}{% endmacro %}"
+     "{{ f('x', 'y', 'z') }}{{ f('p', 'q', 'r') }}", set()),
+    # a default reading another parameter, a caller, keyword arguments
+    ("{% macro h(a, b=a ~ '2') %}{{ a }}{{ b }}{{ caller() if caller else '' }}{% endmacro %}"
+     "{% call h('c') %}[{{ data | length }}]{% endcall %}{{ h(b='k', a='j') }}", {"a", "b"}),
+]
+
+
+@pytest.mark.parametrize("source, fixed", MACROS, ids=["recursive", "bound-again", "defaults-caller"])
+def test_a_macros_parameters_not_bound_again_are_read_once_a_call_as_jinja2_reads_them(source, fixed):
+    from jinjamark.evaluation.compiling.codegen import fixed_parameters
+    from jinjamark.grammar import ast
+    data = {"b": ["x", {"c": "y"}], "a": "z"}
+    template = jinjamark.chat_environment().from_string(source)
+    for _ in range(3):
+        assert template.render(data=data) == oracle.compiled(source).render(data=data)
+    bodies = [node.body for node in ast.walk(template.tree.body)
+              if type(node) in (ast.Macro, ast.CallBlock) and getattr(node, "name", "h") in ("show", "f", "h")]
+    assert set().union(*(fixed_parameters(template.memo, body) for body in bodies)) == fixed
+    assert generated_bodies(template)

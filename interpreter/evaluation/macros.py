@@ -20,11 +20,17 @@ def make_macro(ev: Any, node: ast.Macro | ast.CallBlock, name: str | None,
     facts = ev.memo.get(id(node))  # the template keeps `node` alive, so its id is stable
     if facts is None:
         facts = ev.memo[id(node)] = _macro_facts(node.params, node.body)
+        # the names a call binds in the body's own frame, for the body's generated code
+        # (codegen.fixed_parameters: those the body never binds again are read once a call)
+        ev.memo.setdefault(PARAMETERS, {})[id(node.body)] = tuple(p.name for p in node.params)
     catch_kwargs, catch_varargs, caller, ordered = facts
     # autoescaping as where the macro is defined (Jinja2 compiles the body there)
     invoke = _macro_invoker(ev, node.body, closure, ordered, ev.autoescape,
                             not (caller or catch_kwargs or catch_varargs))
     return Macro(name, node.params, invoke, catch_kwargs, catch_varargs, caller)
+
+
+PARAMETERS = "macro parameters"  # the memo's key: id(a macro's body) -> its parameters' names
 
 
 def _macro_facts(params: tuple, body: tuple) -> tuple[bool, bool, bool, bool]:

@@ -20,8 +20,8 @@ def tiered(table: dict, body: tuple) -> Code:
             state[1] += 1
         if state[1] >= HOT:  # not `==`: HOT may be lowered after the body first ran (tests)
             state[1] = -1  # generated once, or kept as closures when Python cannot compile it
-            from .codegen import free_names, generate  # here, not at import: a first call need not pay
-            generated = generate(body, free_names(ev.memo))
+            from .codegen import fixed_parameters, free_names, generate  # here: a first call need not pay
+            generated = generate(body, free_names(ev.memo) | fixed_parameters(ev.memo, body))
             if generated is not None:
                 # The generated function replaces the closures, in the table and here (a parent's
                 # closure may hold this function): they are not kept alive beside it.

@@ -30,6 +30,7 @@ from .statements import StatementWriter, bound_names, over_output
 from ..calls import _PLAIN_FILTERS
 from ..core import compile_node
 from ...composition import composes
+from ...macros import PARAMETERS
 from ....grammar import ast
 from .writer import RUNTIME, Deferred, Writer
 
@@ -122,6 +123,19 @@ def free_names(memo: Any) -> frozenset:
             node.name for node in ast.walk(tree.body) if type(node) is ast.Name) - bound - _SPECIAL
         memo[FREE] = free
     return free
+
+
+def fixed_parameters(memo: Any, body: tuple) -> frozenset:
+    """When `body` is a macro's (or a call block's): its parameters that no statement in it
+    binds again. A call binds them in the body's own frame before the body runs, so each
+    stands for one value for the whole call, and the generated code reads it once, at the
+    function's start, as it reads the free names (a recursive macro's parameter was walked for
+    at each of its reads, a dozen times a call)."""
+    parameters = memo.get(PARAMETERS, {}).get(id(body))
+    if not parameters:
+        return frozenset()
+    bound = bound_names(body)
+    return frozenset() if bound is None else frozenset(parameters) - bound
 
 
 def generate(body: tuple, free: frozenset = frozenset()) -> Any:
