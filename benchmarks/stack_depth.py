@@ -6,8 +6,9 @@ CPython 3.11 keeps Python frames in chunks of 16 KiB, and frees a chunk when the
 it returns; a render whose calls go up and down across a chunk's end (a template's recursive
 macros, each a generated function with its locals) maps and unmaps a chunk each time it does.
 Where the chunk ends depends on how deep the caller already is, so the same render, called
-from a few frames deeper, takes up to twice the time: a tail that moves between benchmark
-runs when a change shifts frame sizes. This prints the time of one ChatTemplate render
+from a few frames deeper, took up to twice the time while generated functions had a local per
+temporary (hundreds): a tail that moved between benchmark runs when a change shifted frame
+sizes. They share locals now (codegen/slots.py); this shows whether a change brings it back. This prints the time of one ChatTemplate render
 (default: Kimi-K3, whose tools are printed by recursive macros, x 08-tools-no-call) and of
 Jinja2's render of the same template, each called from 0 to 22 extra frames, and the spread.
 """
