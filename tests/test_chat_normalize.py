@@ -483,3 +483,23 @@ def test_a_message_of_typed_content_is_shared_only_when_the_walk_would_share_it(
         assert check_input(normalized[0], 1)
         assert got[0] is normalized[0] or "reasoning_content" in message or "thinking" in message
     assert got == ctu._alias_reasoning_fields(ctu._plain_template_data(ctu._normalize_chat_messages([message])))
+
+
+reasoning_messages = st.fixed_dictionaries({"role": roles, "content": texts}, optional={
+    "reasoning_content": texts, "thinking": texts, "reasoning": texts, "name": texts, "n": st.integers(0, 3)})
+typed_messages = st.fixed_dictionaries({"role": roles, "content": st.lists(
+    st.fixed_dictionaries({"type": st.just("text"), "text": texts}), max_size=3)})
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(reasoning_messages, typed_messages, st.fixed_dictionaries({"role": roles, "content": texts})),
+                min_size=1, max_size=5))
+def test_reasoning_and_typed_content_are_cleaned_in_one_loop_as_transformers_cleans_them(conversation):
+    got = normalize.plain_conversation(conversation)
+    assert got is not None and got == transformers_messages(conversation)
+    assert clean_conversation(conversation, False) == got
+    # a None to drop, a tool call, an object: the general steps
+    for odd in ({"role": "assistant", "content": None}, {"role": "assistant", "tool_calls": [{"a": {"b": 1}}]},
+                {"role": "user", "content": Opaque()}):
+        assert normalize.plain_conversation(conversation + [odd]) is None
+        assert clean_conversation(conversation + [odd], False) == transformers_messages(conversation + [odd])

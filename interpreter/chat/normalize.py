@@ -408,6 +408,32 @@ def flat_messages(conversation: Any, marks: bool,
     return conversation
 
 
+def plain_conversation(conversation: Any) -> Optional[list]:
+    """`template_messages(normalize_messages(conversation), plain)` in one loop, for a list of
+    dict messages each flat but for reasoning (`reasoning_content`, `thinking`, `reasoning`:
+    aliased as transformers aliases them) or of typed content; None for any other (an object,
+    a None value to drop, tool calls: the general steps, in transformers' order). Nothing of
+    these messages is rebuilt but the aliased ones."""
+    if type(conversation) is not list:
+        return None
+    out: list = []
+    add = out.append
+    for message in conversation:
+        if type(message) is not dict:
+            return None
+        if not (len(message) == 2 and type(message.get("role")) is str
+                and type(message.get("content")) is str):  # else a role and a text: as it is
+            for k, v in message.items():
+                if type(v) not in _FLAT or type(k) is not str:
+                    if not _typed_message(message):
+                        return None
+                    break
+            if "reasoning_content" in message or "thinking" in message or "reasoning" in message:
+                message = alias_reasoning(message)
+        add(message)
+    return out
+
+
 def _flat_message(message: Any) -> bool:
     """A plain dict of str keys (no reasoning alias) and exact str, int, float or bool values."""
     if type(message) is not dict:
@@ -499,6 +525,8 @@ def start_conversation(conversation: Any, marks: bool, trusted_roles: frozenset 
         return None, None, marks, trusted_roles
     if not marks:
         flat = flat_messages(conversation, False)
+        if flat is None:
+            flat = plain_conversation(conversation)
         if flat is not None:
             return flat, None, marks, trusted_roles
         return [], normalize_messages(conversation, shortcut=False), marks, trusted_roles
