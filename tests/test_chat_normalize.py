@@ -498,8 +498,16 @@ def test_reasoning_and_typed_content_are_cleaned_in_one_loop_as_transformers_cle
     got = normalize.plain_conversation(conversation)
     assert got is not None and got == transformers_messages(conversation)
     assert clean_conversation(conversation, False) == got
-    # a None to drop, a tool call, an object: the general steps
-    for odd in ({"role": "assistant", "content": None}, {"role": "assistant", "tool_calls": [{"a": {"b": 1}}]},
-                {"role": "user", "content": Opaque()}):
+    # tool calls (JSON as json.loads makes it) in the same loop
+    calls = conversation + [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": {"b": [1, None]}}}],
+                             "reasoning_content": "r"}]
+    assert normalize.plain_conversation(calls) == transformers_messages(calls) == clean_conversation(calls, False)
+    # a None to drop, an object, data too deep: the general steps (which refuse where transformers does)
+    deep: object = "x"
+    for _ in range(normalize.MAX_DEPTH + 2):
+        deep = [deep]
+    for odd in ({"role": "assistant", "content": None}, {"role": "user", "content": Opaque()},
+                {"role": "user", "content": ("a", "b")}):
         assert normalize.plain_conversation(conversation + [odd]) is None
         assert clean_conversation(conversation + [odd], False) == transformers_messages(conversation + [odd])
+    assert normalize.plain_conversation(conversation + [{"role": "user", "content": "x", "data": deep}]) is None

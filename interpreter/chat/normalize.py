@@ -27,6 +27,7 @@ from operator import is_
 from typing import Any, Callable, Optional
 
 from .. import limits
+from ..errors import LimitExceeded
 from ..values.inputs import MAX_INPUT_DEPTH as MAX_DEPTH, check_input, too_deep as _too_deep
 from ..values.marks import Input, Marked
 from ..values.numbers import InputFloat, InputInt, as_input
@@ -411,9 +412,10 @@ def flat_messages(conversation: Any, marks: bool,
 def plain_conversation(conversation: Any) -> Optional[list]:
     """`template_messages(normalize_messages(conversation), plain)` in one loop, for a list of
     dict messages each flat but for reasoning (`reasoning_content`, `thinking`, `reasoning`:
-    aliased as transformers aliases them) or of typed content; None for any other (an object,
-    a None value to drop, tool calls: the general steps, in transformers' order). Nothing of
-    these messages is rebuilt but the aliased ones."""
+    aliased as transformers aliases them), of typed content, or else JSON as json.loads makes
+    it (tool calls: check_input's walk); None for any other (an object, a None value to drop,
+    data to rebuild or to refuse: the general steps, in transformers' order). Nothing of these
+    messages is rebuilt but the aliased ones."""
     if type(conversation) is not list:
         return None
     out: list = []
@@ -425,13 +427,25 @@ def plain_conversation(conversation: Any) -> Optional[list]:
                 and type(message.get("content")) is str):  # else a role and a text: as it is
             for k, v in message.items():
                 if type(v) not in _FLAT or type(k) is not str:
-                    if not _typed_message(message):
+                    if not (_typed_message(message) or _json_message(message)):
                         return None
                     break
             if "reasoning_content" in message or "thinking" in message or "reasoning" in message:
                 message = alias_reasoning(message)
         add(message)
     return out
+
+
+def _json_message(message: dict) -> bool:
+    """A message with no None to drop that is JSON as json.loads makes it (check_input), False
+    too for one check_input refuses: the general steps refuse it where transformers does."""
+    for value in message.values():
+        if value is None:  # (not `None in`: a host object's == would run)
+            return False
+    try:
+        return check_input(message, 1)
+    except LimitExceeded:
+        return False
 
 
 def _flat_message(message: Any) -> bool:
