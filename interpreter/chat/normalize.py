@@ -425,15 +425,21 @@ def plain_conversation(conversation: Any) -> Optional[list]:
             return None
         if not (len(message) == 2 and type(message.get("role")) is str
                 and type(message.get("content")) is str):  # else a role and a text: as it is
-            for k, v in message.items():
-                if type(v) not in _FLAT or type(k) is not str:
-                    if not (_typed_message(message) or _json_message(message)):
-                        return None
-                    break
+            if not (_flat_values(message) or _typed_message(message) or _json_message(message)):
+                return None
             if "reasoning_content" in message or "thinking" in message or "reasoning" in message:
                 message = alias_reasoning(message)
         add(message)
     return out
+
+
+def _flat_values(message: dict) -> bool:
+    """str keys and exact str, int, float or bool values, reasoning fields among them (which
+    `_flat_message` leaves to the walk: flat_messages passes flat messages on unaliased)."""
+    for k, v in message.items():
+        if type(v) not in _FLAT or type(k) is not str:
+            return False
+    return True
 
 
 def _json_message(message: dict) -> bool:

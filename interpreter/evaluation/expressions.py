@@ -13,7 +13,7 @@ from ..errors import SecurityError
 from ..values.formatting import percent_format
 from ..values.markup import Markup, escape_text, is_safe, markup_add, markup_join, markup_mod
 from ..values.marks import Input, Mixed, concat
-from ..values.numbers import InputFloat, InputInt, derived
+from ..values.numbers import INPUT_NUMBERS, derived
 from ..values.hostcalls import host_result
 from ..metering import COPY, charge, charge_building, charge_walk
 from ..values.runtime import BlockReference, Function, Joiner, LoopContext, Macro, Method
@@ -108,7 +108,6 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
 
 _CORE_OPERATORS = frozenset(BINARY.values())
 _PLAIN_NUMBERS = frozenset((int, float))
-INPUT_NUMBERS = frozenset((InputInt, InputFloat))
 
 
 def binary(ev, op: str, left: Any, right: Any) -> Any:

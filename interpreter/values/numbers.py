@@ -161,5 +161,8 @@ def _may_hold_input(value: Any) -> bool:
     return not isinstance(value, (range, Undefined))  # an opaque value may hold input
 
 
+INPUT_NUMBERS = frozenset((InputInt, InputFloat))
+
+
 def is_input_number(value: Any) -> bool:
     return type(value) is InputInt or type(value) is InputFloat

@@ -14,7 +14,7 @@ from ....metering import _RESULTS, COPY, SMALL_WORK, charge
 from ....values.access import get_attribute
 from ....values.marks import Input, Mixed, concat, concat2
 from ....values.methods import DICT_METHODS, STR_METHODS
-from ....values.numbers import InputFloat, InputInt, derived
+from ....values.numbers import INPUT_NUMBERS, InputFloat, InputInt, derived
 from ...expressions import SHORT_TEXT, SMALL_COPY, join_printed, safe_sum
 from ...printer import write
 from ....values.markup import Markup
@@ -32,12 +32,10 @@ METHOD_NAMES = frozenset(STR_METHODS).union(DICT_METHODS)  # calls.compile_call'
 # that cannot grow a value past what limits check (`*` and `**` can: operate checks them).
 _ARITHMETIC = frozenset(("+", "-", "/", "//", "%"))
 _NUMBERS = frozenset((int, float))
-# Numbers of which one at least is from input, added, subtracted, divided at once: the result
-# is input (`messages|length - 1 - loop.index0` in render_parts), as binary() makes it.
-_ANY_NUMBERS = frozenset((int, float, InputInt, InputFloat))
-# Numbers compared at once: plain ones and those counted from input (`idx > 1` for an idx in
-# `range(messages|length)`; comparing gives a bool, which is not input).
-_ORDERED = frozenset((int, float, InputInt, InputFloat))
+# Numbers plain or from input: compared at once (`idx > 1` for an idx in `range(messages|length)`;
+# comparing gives a bool, which is not input), and added, subtracted, divided at once when one is
+# from input, the result marked as binary() marks it (`messages|length - 1 - loop.index0`).
+_ANY_NUMBERS = _NUMBERS | INPUT_NUMBERS
 # Values whose == with a literal of these types costs Python one step (a str compares lengths,
 # then at most the literal's characters; a container against a literal gives False at once).
 _EQUALLY_CHEAP = frozenset((int, float, bool, type(None), str))
@@ -75,7 +73,7 @@ HELPERS = {"ABSENT": ABSENT, "operate": operate, "compare": compare,
            "safe_sum": safe_sum, "write": write, "Markup": Markup,
            "join_printed": join_printed, "get_attribute": get_attribute, "call_function": call_function,
            "plain_function": plain_function, "PLAIN_TESTS": _PLAIN_TESTS, "SMALL_COPY": SMALL_COPY,
-           "NUMBERS": _NUMBERS, "ANY_NUMBERS": _ANY_NUMBERS, "derived": derived, "ORDERED": _ORDERED, "HASHED_CHEAPLY": HASHED_CHEAPLY,
+           "NUMBERS": _NUMBERS, "ANY_NUMBERS": _ANY_NUMBERS, "derived": derived, "HASHED_CHEAPLY": HASHED_CHEAPLY,
            "TEXTS": frozenset((str, Input, Mixed)), "CONTAINERS": frozenset((dict, list, tuple)),
            "GeneratorType": GeneratorType, "DICT_ITEMS": type({}.items()), "COMPARED_CHEAPLY": _COMPARED_CHEAPLY,
            "RESULTS": _RESULTS, "COPY": COPY, "SMALL_WORK": SMALL_WORK, "charge": charge,
@@ -301,7 +299,7 @@ class ExpressionWriter(CallWriter):
                     f"and len({left}) <= {SHORT_TEXT}")
             return self.either(test, f"{left} {op} {right}",
                                f"compare(ev, {op!r}, {left}, {right})", node)
-        return self.either(f"type({left}) in ORDERED and type({right}) in ORDERED", f"{left} {op} {right}",
+        return self.either(f"type({left}) in ANY_NUMBERS and type({right}) in ANY_NUMBERS", f"{left} {op} {right}",
                            f"compare(ev, {op!r}, {left}, {right})", node)
 
     def condition(self, node: ast.CondExpr, scope: str, local: dict) -> str:

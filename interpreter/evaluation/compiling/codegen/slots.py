@@ -52,9 +52,11 @@ def _spans(lines: list[str]) -> dict[str, tuple[int, int]]:
         indent = len(line) - len(line.lstrip(" "))
         while depths and indent <= depths[-1]:
             last_of[loops[-1]] = number - 1
-            loops, depths = loops[:-1], depths[:-1]
+            loops = loops[:-1]  # (a new tuple: each line keeps the one it was in)
+            depths.pop()
         if _LOOP.match(line):
-            loops, depths = loops + (number,), depths + [indent]
+            loops += (number,)
+            depths.append(indent)
         around.append(loops)
         for name in _TOKENS.findall(line):  # "" for a literal or a comment
             if name:
