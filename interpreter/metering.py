@@ -41,12 +41,14 @@ CLOCK = 1_000_000  # units between looks at the clock
 
 
 class Meter:
-    """The work budget of one render and its deadline."""
+    """The work budget of one render and its deadline; and the environment whose sandbox hooks
+    decide while it runs (values/sandbox.py: one context variable a render, not two)."""
 
-    __slots__ = ("limits", "left", "deadline", "clock_at", "printed")
+    __slots__ = ("limits", "left", "deadline", "clock_at", "printed", "environment")
 
-    def __init__(self, limits: Any) -> None:
+    def __init__(self, limits: Any, environment: Any = None) -> None:
         self.limits = limits
+        self.environment = environment
         # Printed sizes of containers measured in this render, by id (limits.check_printable):
         # a dict where no container can change while it renders (the immutable sandbox), else None.
         self.printed: Optional[dict] = None

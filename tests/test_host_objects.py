@@ -338,6 +338,19 @@ def test_getattr_and_getitem_called_from_python_ask_the_environments_hooks():
             str(env.getitem(user, "age") + 1)
 
 
+@pytest.mark.parametrize("expression", ["u.age", "u.name", "u.age is defined", "us|map(attribute='age')|join(',')",
+                                        "u.greet()", "u.greet is callable"])
+def test_a_compiled_expression_asks_the_environments_hooks(expression):
+    # (a compiled expression ran under the default policy, not its environment's, until the render's
+    # policy moved onto its meter)
+    def result(env: Any) -> tuple:
+        try:
+            return "ok", env.compile_expression(expression)(**context())
+        except (jinja2.exceptions.SecurityError, jinjamark.SecurityError):
+            return "error", "SecurityError"
+    assert result(OurRefusing()) == result(TheirRefusing())
+
+
 def test_the_hooks_are_jinja2s_defaults():
     for env in (jinjamark.Environment(), jinja2.sandbox.SandboxedEnvironment()):
         assert env.sandboxed is True

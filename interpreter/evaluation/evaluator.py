@@ -60,7 +60,7 @@ class Evaluator:
         self.name = name
         self.source = source
         self.out: list[str] = []
-        self.budget = Budget(environment.limits)
+        self.budget = Budget(environment.limits, environment)
         if environment.immutable:  # no container changes while it renders: sizes measured once
             self.budget.printed = {}
         self.steps = Budget.BATCH

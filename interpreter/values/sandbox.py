@@ -12,17 +12,18 @@ The values of jinjamark's own model (str, numbers, lists, dicts, the loop, macro
 fixed tables (access.py, methods.py): the sandbox holds for them by construction, and these
 hooks are asked about host objects only.
 
-The render's environment is known here through a context variable that `Template` sets for the
-duration of a render; outside a render the defaults below decide.
+The render's environment is known here through the render's meter (metering.py), which the
+context variable `Template` sets for the duration of a render holds; outside a render the
+defaults below decide.
 """
 from __future__ import annotations
 
-import contextvars
 import operator
 import types
 from collections import abc
 from typing import Any, Callable, Optional, TypeVar
 
+from ..metering import Meter, running, start, stop
 from .marks import Input, Marked, Mixed
 from .numbers import InputBytes, InputFloat, InputInt, InputRange
 from .undefined import Undefined
@@ -118,47 +119,42 @@ DEFAULT_UNOP_TABLE: dict[str, Callable[[Any], Any]] = {"+": operator.pos, "-": o
 
 # ---------------------------------------------------------------------------- the render's policy
 
-_environment: contextvars.ContextVar[Optional[Any]] = contextvars.ContextVar(
-    "jinjamark_sandbox_environment", default=None)
+# The environment whose hooks decide is the running render's (its meter's, metering.py: the render
+# sets one context variable for its limits and its policy); outside a render, the defaults.
 
-
-def enter(environment: Any) -> contextvars.Token:
-    """Make `environment` the one whose hooks decide until `leave` (a render)."""
-    return _environment.set(environment)
-
-
-def leave(token: contextvars.Token) -> None:
-    _environment.reset(token)
+def _deciding() -> Optional[Any]:
+    meter = running()
+    return None if meter is None else meter.environment
 
 
 def read_as(env: Any, read: Callable, obj: Any, key: Any) -> Any:
     """`env.getattr` / `env.getitem`: `read` (values.get_attribute or get_item) with `env`'s hooks
-    deciding, also when Python calls it outside a render."""
-    if _environment.get() is env:
+    deciding, also when Python calls it outside a render (under a meter of `env`'s limits)."""
+    if _deciding() is env:
         return read(obj, key, env.undefined, not env.immutable)
-    token = _environment.set(env)
+    token = start(Meter(env.limits, env))
     try:
         return read(obj, key, env.undefined, not env.immutable)
     finally:
-        _environment.reset(token)
+        stop(token)
 
 
 def is_safe_attribute(obj: Any, attr: str, value: Any) -> bool:
-    env = _environment.get()
+    env = _deciding()
     if env is None:
         return default_is_safe_attribute(obj, attr, value)
     return bool(env.is_safe_attribute(obj, attr, value))
 
 
 def is_safe_callable(obj: Any) -> bool:
-    env = _environment.get()
+    env = _deciding()
     if env is None:
         return default_is_safe_callable(obj)
     return bool(env.is_safe_callable(obj))
 
 
 def is_immutable() -> bool:
-    env = _environment.get()
+    env = _deciding()
     return bool(env is not None and env.immutable)
 
 
