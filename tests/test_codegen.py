@@ -404,3 +404,55 @@ def test_a_macros_parameters_not_bound_again_are_read_once_a_call_as_jinja2_read
               if type(node) in (ast.Macro, ast.CallBlock) and getattr(node, "name", "h") in ("show", "f", "h")]
     assert set().union(*(fixed_parameters(template.memo, body) for body in bodies)) == fixed
     assert generated_bodies(template)
+
+
+KNOWN_NUMBERS = [
+    # literals and the loop's counters are plain numbers: their types are not tested
+    "{% for m in data %}{{ loop.index0 % 2 }},{{ loop.index * 2.5 }},{{ loop.index0 - 1 < 3 }},"
+    "{{ 10 // loop.index }},{{ 7 % 3 - 0.5 }},{{ 1.5 > loop.index0 }}{% if loop.first %}F{% endif %};{% endfor %}",
+    # beside them, values of any type keep their tests: input numbers, text, a failure
+    "{% for m in data %}{{ m.n % 2 if m.n is number else m }}{{ loop.index0 < m.n if m.n is number else '' }}"
+    "{% endfor %}",
+    "{% for m in data %}{{ 2 / loop.index0 }}{% endfor %}",
+    "{% for m in data %}{{ loop.index - 'x' }}{% endfor %}",
+]
+
+
+@pytest.mark.parametrize("source", KNOWN_NUMBERS, ids=["counters", "beside-input", "zero-division", "text"])
+def test_literal_numbers_and_loop_counters_skip_their_type_tests_and_render_as_jinja2(source):
+    from jinjamark.evaluation.compiling.codegen import _written
+    data = [{"n": 3}, {"n": 4.5}, {"n": "x"}, {"n": True}]
+    template = jinjamark.chat_environment().from_string(source)
+    for parts in (False, True):
+        try:
+            got = template.render_parts(data=data) if parts else template.render(data=data)
+            ours = ("ok", "".join(part.text for part in got) if parts else got)
+        except jinjamark.TemplateRuntimeError as e:
+            ours = ("error", e.lineno)
+        try:
+            theirs = ("ok", oracle.compiled(source).render(data=data))
+        except Exception:  # noqa: BLE001 - Python's own error, ours a TemplateRuntimeError at its line
+            theirs = ("error", 1)
+        assert ours == theirs
+    assert generated_bodies(template)
+    code, constants = _written(template.tree.body)
+    literals = [name for name, value in constants.items() if type(value) in (int, float, str)]
+    assert literals and not any(f"type({name})" in code for name in literals)
+    assert "type(t" in code  # the values of other types are still tested
+
+
+def test_comparisons_of_comparisons_compare_at_once_and_render_as_jinja2(monkeypatch):
+    from jinjamark.evaluation.compiling import codegen
+    calls = []
+    general = codegen._SHARED["compare"]
+    monkeypatch.setitem(codegen._SHARED, "compare", lambda ev, op, a, b: calls.append(op) or general(ev, op, a, b))
+    source = ("{% for m in data %}{{ (m.role == 'user') != (loop.index0 % 2 == 0) }},"
+              "{{ (m.n > 1) == (loop.index0 < m.n) }},{{ (m.n > 1) < 2 }};{% endfor %}")
+    data = [{"role": "user", "n": 2}, {"role": "assistant", "n": 0.5}, {"role": "user", "n": True}]
+    template = jinjamark.chat_environment().from_string(source)
+    assert template.render(data=data) == oracle.compiled(source).render(data=data)
+    assert generated_bodies(template) and calls == []  # bools and numbers: no general comparison
+    data.append({"role": "tool", "n": [1]})  # a list compared with a number: the general path's error
+    with pytest.raises(jinjamark.TemplateRuntimeError):
+        template.render(data=data)
+    assert calls == [">"]

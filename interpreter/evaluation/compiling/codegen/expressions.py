@@ -36,6 +36,9 @@ _NUMBERS = frozenset((int, float))
 # comparing gives a bool, which is not input), and added, subtracted, divided at once when one is
 # from input, the result marked as binary() marks it (`messages|length - 1 - loop.index0`).
 _ANY_NUMBERS = _NUMBERS | INPUT_NUMBERS
+# Values compared at once: numbers plain or from input, and booleans (comparisons compared again:
+# `(m.role == 'user') != (loop.index0 % 2 == 0)`).
+_COMPARED_AT_ONCE = _ANY_NUMBERS | {bool}
 # Values whose == with a literal of these types costs Python one step (a str compares lengths,
 # then at most the literal's characters; a container against a literal gives False at once).
 _EQUALLY_CHEAP = frozenset((int, float, bool, type(None), str))
@@ -52,6 +55,11 @@ def _literal_texts(node: ast.Compare) -> Any:
             type(item) is ast.Const and type(item.value) is str for item in right.items):
         return None
     return frozenset(item.value for item in right.items)
+
+
+def _literal_other_than_a_number(node: Any) -> bool:
+    """A literal of no numeric type (text, none, a boolean), which binary()'s fast paths never take."""
+    return type(node) is ast.Const and type(node.value) is not int and type(node.value) is not float
 
 
 def _definedness_of_name(node: ast.Test) -> bool:
@@ -73,7 +81,8 @@ HELPERS = {"ABSENT": ABSENT, "operate": operate, "compare": compare,
            "safe_sum": safe_sum, "write": write, "Markup": Markup,
            "join_printed": join_printed, "get_attribute": get_attribute, "call_function": call_function,
            "plain_function": plain_function, "PLAIN_TESTS": _PLAIN_TESTS, "SMALL_COPY": SMALL_COPY,
-           "NUMBERS": _NUMBERS, "ANY_NUMBERS": _ANY_NUMBERS, "derived": derived, "HASHED_CHEAPLY": HASHED_CHEAPLY,
+           "NUMBERS": _NUMBERS, "ANY_NUMBERS": _ANY_NUMBERS,
+           "COMPARED_AT_ONCE": _COMPARED_AT_ONCE, "derived": derived, "HASHED_CHEAPLY": HASHED_CHEAPLY,
            "TEXTS": frozenset((str, Input, Mixed)), "CONTAINERS": frozenset((dict, list, tuple)),
            "GeneratorType": GeneratorType, "DICT_ITEMS": type({}.items()), "COMPARED_CHEAPLY": _COMPARED_CHEAPLY,
            "RESULTS": _RESULTS, "COPY": COPY, "SMALL_WORK": SMALL_WORK, "charge": charge,
@@ -88,7 +97,10 @@ class ExpressionWriter(CallWriter):
         the lines computing it written before."""
         kind = type(node)
         if kind is ast.Const:
-            return self.constant(node.value)
+            literal = self.constant(node.value)
+            if type(node.value) is int or type(node.value) is float:
+                self.numbers.add(literal)
+            return literal
         if kind is ast.Name:
             return self.name(node.name, scope, local)
         if kind is ast.GetAttr and type(node.obj) is ast.Name and node.obj.name == "loop" \
@@ -166,7 +178,14 @@ class ExpressionWriter(CallWriter):
         at once; the rest as binary() does it, or through the sandbox's interception."""
         a, b = self.expr(node.left, scope, local), self.expr(node.right, scope, local)
         result, op = self.temp(), node.op
-        if op == "+":
+        if _literal_other_than_a_number(node.left) or _literal_other_than_a_number(node.right):
+            # (`loop.index - 'x'`, `x + none`: no fast path can take it)
+            self.line(f"{result} = {self.located(f'operate(ev, {scope}, {op!r}, {a}, {b})', node)}")
+            return result
+        if op == "+" and a in self.numbers and b in self.numbers:  # `loop.index0 + 1`
+            self.line("if not binops:")
+            self.line(f"    {result} = {a} + {b}")
+        elif op == "+":
             kind = self.temp()
             self.line(f"{kind} = type({a})")
             self.line(f"if {kind} is type({b}) and not binops and ({kind} is str and "
@@ -179,16 +198,18 @@ class ExpressionWriter(CallWriter):
             self.line(f"elif {kind} in ANY_NUMBERS and type({b}) in ANY_NUMBERS and not binops:")
             self.line(f"    {result} = derived({a} + {b}, {a}, {b})")
         elif op in _ARITHMETIC:
-            self.line(f"if type({a}) in NUMBERS and type({b}) in NUMBERS and not binops:")
+            plain = self.of_types((a, b), "NUMBERS")
+            self.line(f"if {' and '.join(plain + ['not binops'])}:")
             self.line("    try:")
             self.line(f"        {result} = {a} {op} {b}")
             self.line("    except Exception as e:")
             self.line(f"        ev.fail(e, {self.constant(node)})")
-            self.line(f"elif type({a}) in ANY_NUMBERS and type({b}) in ANY_NUMBERS and not binops:")
-            self.line("    try:")
-            self.line(f"        {result} = derived({a} {op} {b}, {a}, {b})")
-            self.line("    except Exception as e:")
-            self.line(f"        ev.fail(e, {self.constant(node)})")
+            if plain:  # (else only the sandbox's interception is left)
+                self.line(f"elif {' and '.join(self.of_types((a, b), 'ANY_NUMBERS') + ['not binops'])}:")
+                self.line("    try:")
+                self.line(f"        {result} = derived({a} {op} {b}, {a}, {b})")
+                self.line("    except Exception as e:")
+                self.line(f"        ev.fail(e, {self.constant(node)})")
         else:  # `*`, `**`: they can grow a value past the limits, binary() checks
             self.line(f"{result} = {self.located(f'operate(ev, {scope}, {op!r}, {a}, {b})', node)}")
             return result
@@ -299,7 +320,13 @@ class ExpressionWriter(CallWriter):
                     f"and len({left}) <= {SHORT_TEXT}")
             return self.either(test, f"{left} {op} {right}",
                                f"compare(ev, {op!r}, {left}, {right})", node)
-        return self.either(f"type({left}) in ANY_NUMBERS and type({right}) in ANY_NUMBERS", f"{left} {op} {right}",
+        numbers = [f"type({value}) in COMPARED_AT_ONCE" for value in (left, right)
+                   if value not in self.numbers and value not in self.booleans]
+        if not numbers:  # two plain numbers (or booleans) compare at once, and cannot fail
+            self.line(f"{result} = {left} {op} {right}")
+            self.booleans.add(result)
+            return result
+        return self.either(" and ".join(numbers), f"{left} {op} {right}",
                            f"compare(ev, {op!r}, {left}, {right})", node)
 
     def condition(self, node: ast.CondExpr, scope: str, local: dict) -> str:
@@ -373,10 +400,13 @@ class ExpressionWriter(CallWriter):
         result = self.temp()
         if attribute == "index":
             self.line(f"{result} = {loop}.index0 + 1")
+            self.numbers.add(result)
         elif attribute == "first":
             self.line(f"{result} = {loop}.index0 == 0")
+            self.booleans.add(result)
         elif attribute == "index0":
             self.line(f"{result} = {loop}.index0")
+            self.numbers.add(result)
         else:
             self.line("try:")
             self.line(f"    {result} = {loop}.{attribute}")

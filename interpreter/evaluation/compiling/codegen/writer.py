@@ -47,6 +47,9 @@ class Writer:
         self.blocks = 0  # nested loops and try blocks
         self.count = 0
         self.booleans: set[str] = set()  # locals that surely hold a bool
+        # constants and locals that surely hold a plain int or float (a literal, `loop.index0`):
+        # the fast paths test the type of the others only
+        self.numbers: set[str] = set()
         # the filters and tests the function calls: (local of the function, local of whether
         # it is called plainly, table, name), looked up once per render (codegen's _prologue)
         self.prologue: list[tuple[str, str, str, str]] = []
@@ -100,6 +103,11 @@ class Writer:
         if value in self.booleans:
             return value
         return self.located(f"True if {value} else False", node)
+
+    def of_types(self, values: tuple, types: str) -> list[str]:
+        """The tests that each of `values` is of the `types` (a set of types holding int and
+        float), but for those known to be a plain int or float."""
+        return [f"type({value}) in {types}" for value in values if value not in self.numbers]
 
     def fallback(self, node: Any, scope: str) -> str:
         result = self.temp()
