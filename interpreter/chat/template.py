@@ -164,17 +164,23 @@ class ChatTemplate:
             refuse_consumed(kwargs)
             if "messages" in kwargs:  # as render_batch (transformers' render(messages=..., **kwargs))
                 raise TypeError("render() got multiple values for keyword argument 'messages'")
-        template = self.compiled(self.templates)  # a syntax error first, as transformers
+        template = self._compiled.get(self.templates)
+        if template is None:
+            template = self.compiled(self.templates)  # a syntax error first, as transformers
         # transformers' order: the messages normalised, then the tools and documents checked,
         # then the messages walked; a flat conversation (the commonest) is all done in the
-        # first step, without the per-message walk.
+        # first step, without the per-message walk (nor a call of each step that has no work).
         reads = template.names_read
         started = start_conversation(messages, parts, self.trusted_roles,
                                      reads is None or "messages" in reads)
+        if tools is not None:
+            tools = check_tools(tools)
+        if documents is not None:
+            documents = check_documents(documents)
         printed = {} if template.environment.immutable else None  # sizes measured as it cleans
-        context = template_context(self, template, walk_conversation(*started), check_tools(tools),
-                                   check_documents(documents), add_generation_prompt, kwargs, parts,
-                                   printed=printed)
+        context = template_context(self, template, started[0] if started[1] is None
+                                   else walk_conversation(*started), tools, documents,
+                                   add_generation_prompt, kwargs, parts, printed=printed)
         pieces = template._render(context, self.overlay, printed=printed)  # the context is ours
         return to_parts(pieces) if parts else "".join(pieces)
 
