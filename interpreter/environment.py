@@ -303,6 +303,7 @@ class Template:
     # environment keeps for it.
     _COMPILED = ("tree", "blocks", "memo", "composes", "names_read")
     _KEPT_BY_USE = ("module", "uptodate", "origin_variant", "last_base")
+    last_base: Optional[tuple] = None  # base_scope's last scopes, made again when what they hold changes
 
     def __getstate__(self) -> dict:
         """The environment, the source, its names and own globals: no tree."""
@@ -422,7 +423,7 @@ class Template:
         own, then `overlay`. A render only reads them, so the last ones made are used again
         while they stand for the same dicts (a ChatTemplate passes the same overlay each time)."""
         env_globals, own = self.environment.globals, self.own_globals
-        last = self.__dict__.get("last_base")  # (overlay, globals, own, whether each is empty, base)
+        last = self.last_base  # (overlay, globals, own, whether each is empty, base)
         if (last is not None and last[0] is overlay and last[1] is env_globals and last[2] is own
                 and last[3] is (not own) and last[4] is (not overlay)):
             return last[5]

@@ -88,14 +88,11 @@ def current() -> Limits:
     return DEFAULT_LIMITS if running is None else running.limits
 
 
-def activate(budget: "Budget") -> Any:
-    """Start a render under `budget`: its builtins check widths against its limits and charge
-    their work to it (metering.py), and its environment's sandbox hooks decide (values/sandbox.py)."""
-    return metering.start(budget)
-
-
-def deactivate(token: Any) -> None:
-    metering.stop(token)
+# activate(budget): start a render under `budget`: its builtins check widths against its limits
+# and charge their work to it (metering.py), and its environment's sandbox hooks decide
+# (values/sandbox.py); deactivate(the token activate returned) ends it. metering's own.
+activate = metering.start
+deactivate = metering.stop
 
 
 def check_width(width: Any) -> None:
@@ -348,7 +345,11 @@ class Budget(metering.Meter):
                   # nodes: binding a frame costs about ten simple nodes (measured)
 
     def __init__(self, limits: Limits, environment: Any = None) -> None:
-        metering.Meter.__init__(self, limits, environment)  # (super() costs twice the call)
+        # the meter's fields as Meter.__init__ sets them, without its call (one per render)
+        self.limits, self.environment, self.printed = limits, environment, None
+        self.left = limits.max_work
+        self.deadline = None if limits.deadline is None else time.monotonic() + limits.deadline
+        self.clock_at = self.left - metering.CLOCK
         self.fuel = limits.max_fuel
         self.iterations = limits.max_loop_iterations
         self.depth = 0
