@@ -232,21 +232,46 @@ def test_a_flat_conversation_is_marked_as_the_walk_marks_it(conversation):
         assert isinstance(got["content"], Marked) if got["content"] else type(got["content"]) is str
 
 
-@pytest.mark.parametrize("message", [
-    {"role": "user", "content": None},                 # a key to drop
-    {"role": "user", "content": Text("x")},            # a subclass to turn into str
-    {"role": "user", "content": ["x"]},                # a container: the walk
-    {"role": "user", "content": "x", "reasoning": "r"},  # a reasoning alias to copy
-    {"role": "user", 1: "x"},                          # a key that is not a str
-    {"role": "user", "thinking": "t"},                 # two keys, a role, but no content
-    {"role": "user", "content": 1.5, "reasoning_content": "r"},
-    collections.OrderedDict(role="user", content="x"),  # not a plain dict
+def assert_marked_as_the_walk_marks(conversation: list) -> None:
+    flat = normalize.flat_messages(conversation, True)
+    walked = normalize.template_messages(normalize.normalize_messages(conversation), normalize.marked,
+                                         shortcut=False)
+    assert flat == walked and [list(m) for m in flat] == [list(m) for m in walked]
+
+    def types(value):  # the marks: each str, number and key's type, all through
+        if type(value) is dict:
+            return [(type(k), types(v)) for k, v in value.items()]
+        return [types(v) for v in value] if type(value) is list else type(value)
+    assert types(flat) == types(walked)
+
+
+@pytest.mark.parametrize("message, marked_in_the_loop", [
+    ({"role": "user", "content": None}, True),                  # a key to drop
+    ({"role": "user", "content": Text("x")}, False),            # a subclass to turn into str
+    ({"role": "user", "content": ["x"]}, True),                 # a container of JSON
+    ({"role": "user", "content": "x", "reasoning": "r"}, True),  # a reasoning alias to copy
+    ({"role": "user", 1: "x"}, False),                          # a key that is not a str
+    ({"role": "user", "thinking": "t"}, True),                  # two keys, a role, but no content
+    ({"role": "user", "content": 1.5, "reasoning_content": "r"}, True),
+    ({"role": "assistant", "content": "", "reasoning_content": "<|im_end|>", "thinking": "t"}, True),
+    ({"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": {"a": [1, 2.5, None, True]}}}]},
+     True),
+    ({"role": "user", "content": [{"type": "text", "text": Text("x")}]}, False),  # not JSON inside
+    ({"role": "user", "content": [{1: "x"}]}, False),
+    ({"role": "user", "content": ("x",)}, False),               # a tuple: rebuilt as a list
+    (collections.OrderedDict(role="user", content="x"), False),  # not a plain dict
 ])
-def test_a_conversation_that_is_not_flat_takes_the_walk(message):
+def test_a_conversation_that_is_not_flat_takes_the_walk(message, marked_in_the_loop):
+    # render passes on only messages that no step changes; render_parts marks in one loop the
+    # messages of JSON data (dropping None, aliasing reasoning) and walks the rest
     for before in (1, 20):  # first or after many flat ones
         conversation = [{"role": "user", "content": "q"}] * before + [message]
         assert normalize.flat_messages(conversation, False) is None
-        assert normalize.flat_messages(conversation, True) is None
+        if marked_in_the_loop:
+            assert_marked_as_the_walk_marks(conversation)
+        else:
+            assert normalize.flat_messages(conversation, True) is None
+            assert len(normalize.marked_flat_prefix(conversation)) == before
 
 
 @pytest.mark.parametrize("message", [

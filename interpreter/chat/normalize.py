@@ -295,6 +295,42 @@ def _marked_dict(value: dict, d: int, left: list) -> dict:
     return out
 
 
+class _NotJSON(Exception):
+    """_marked_json met a value json.loads does not make, or too much of them."""
+
+
+def _marked_json(value: Any, depth: int, left: list) -> Any:
+    """`_marked(value, depth, left)` of data as json.loads makes it (exact str, int, float, bool,
+    None, lists, dicts of str keys), which runs no code of the caller's; _NotJSON for anything
+    else, too deep or past the containers marked on trust (the walk says what of it)."""
+    t = type(value)
+    if t is str:
+        return _mark_str(value)
+    if value is None or t is bool:
+        return value
+    if t is int:
+        return InputInt(value)
+    if t is float:
+        return InputFloat(value)
+    left[0] -= 1
+    if depth >= MAX_DEPTH or left[0] < 0 or (t is not dict and t is not list):
+        raise _NotJSON
+    d = depth + 1
+    if t is list:
+        return [_mark_str(v) if type(v) is str else _marked_json(v, d, left) for v in value]
+    out = {}
+    short = _SHORT.get
+    for k, v in value.items():
+        if type(k) is not str:
+            raise _NotJSON
+        key = short(k) or _mark_str(k)
+        if type(v) is str:  # as _marked_dict marks it
+            out[key] = (short(v) or _mark_str(v)) if 0 < len(v) <= 16 else Input(v) if v else v
+        else:
+            out[key] = _marked_json(v, d, left)
+    return out
+
+
 def _mark_leaf(value: Any) -> Any:
     return _mark_str(value) if type(value) is str else as_input(value)
 
@@ -493,14 +529,17 @@ _ROLE, _CONTENT = _mark_str("role"), _mark_str("content")  # the keys of most me
 
 
 def marked_flat_prefix(conversation: Any, trusted_roles: frozenset = TRUSTED_ROLES) -> list[dict]:
-    """`template_messages(..., marked)` of the conversation's longest flat prefix (empty when the
-    conversation is no list): messages whose keys are str (no reasoning alias) and values str,
-    each a new dict of Inputs (a trusted role and empty text plain). The checks run as it marks:
-    cheaper than a scan first, and the work is kept when a later message is not flat."""
+    """`template_messages(..., marked)` of the conversation's longest prefix of plain dict
+    messages with str keys and data as json.loads makes it (empty when the conversation is no
+    list): each a new dict of Inputs (a trusted role and empty text plain), None values dropped
+    as normalize_messages drops them, reasoning aliased. The checks run as it marks: cheaper than
+    a scan first, and the work is kept when a later message is not such a message (an object,
+    data of other types or too large: the general steps, in transformers' order)."""
     out: list[dict] = []
     if type(conversation) is not list:
         return out
     names: dict = {}  # each key's marked form, made once per conversation
+    left = [_TRUSTED]  # the containers marked on trust, as the walk counts them
     add = out.append
     for message in conversation:
         if type(message) is not dict:
@@ -518,15 +557,21 @@ def marked_flat_prefix(conversation: Any, trusted_roles: frozenset = TRUSTED_ROL
             role = None  # marked as any other value
         m = {}
         for k, v in message.items():
-            if type(v) is not str:
-                return out
             key = names.get(k)
             if key is None:
-                if type(k) is not str or k in REASONING_FIELDS:
+                if type(k) is not str:
                     return out
                 key = names[k] = _mark_str(k)
-            # a trusted role, and empty text (nothing to mark, as `marked` leaves it), stay plain
-            m[key] = Input(v) if v and (v is not role or k != "role") else v
+            if type(v) is str:
+                # a trusted role, and empty text (nothing to mark, as `marked` leaves it), stay plain
+                m[key] = Input(v) if v and (v is not role or k != "role") else v
+            elif v is not None:  # (a None is dropped)
+                try:
+                    m[key] = _marked_json(v, 2, left)
+                except _NotJSON:
+                    return out
+        if "reasoning_content" in m or "thinking" in m or "reasoning" in m:
+            m = alias_reasoning(m)  # as template_messages aliases the marked message
         add(m)
     return out
 
