@@ -456,3 +456,16 @@ def test_comparisons_of_comparisons_compare_at_once_and_render_as_jinja2(monkeyp
     with pytest.raises(jinjamark.TemplateRuntimeError):
         template.render(data=data)
     assert calls == [">"]
+
+
+def test_a_text_literal_added_to_text_is_joined_at_once(monkeypatch):
+    # (`+` of a text literal keeps its fast path; only other operators give such literals to operate)
+    from jinjamark.evaluation.compiling import codegen
+    calls = []
+    general = codegen._SHARED["operate"]
+    monkeypatch.setitem(codegen._SHARED, "operate", lambda ev, scope, op, a, b: calls.append(op) or general(ev, scope, op, a, b))
+    source = "{% for m in data %}{% set x = '<' + m.content %}{{ x }}{{ (m.content + '>') | trim }}{% endfor %}"
+    data = [{"content": "a "}, {"content": " b"}]
+    template = jinjamark.chat_environment().from_string(source)
+    assert template.render(data=data) == oracle.compiled(source).render(data=data)
+    assert generated_bodies(template) and calls == []

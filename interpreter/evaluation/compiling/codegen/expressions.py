@@ -178,8 +178,8 @@ class ExpressionWriter(CallWriter):
         at once; the rest as binary() does it, or through the sandbox's interception."""
         a, b = self.expr(node.left, scope, local), self.expr(node.right, scope, local)
         result, op = self.temp(), node.op
-        if _literal_other_than_a_number(node.left) or _literal_other_than_a_number(node.right):
-            # (`loop.index - 'x'`, `x + none`: no fast path can take it)
+        if op != "+" and (_literal_other_than_a_number(node.left) or _literal_other_than_a_number(node.right)):
+            # (`loop.index - 'x'`, `x * true`: no fast path can take it; `+` adds text too)
             self.line(f"{result} = {self.located(f'operate(ev, {scope}, {op!r}, {a}, {b})', node)}")
             return result
         if op == "+" and a in self.numbers and b in self.numbers:  # `loop.index0 + 1`
