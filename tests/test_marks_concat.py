@@ -70,3 +70,20 @@ def test_cutting_keeps_each_character_s_flag(parts, data):
     assert flags(piece) == flags(whole)[start:stop]
     if not any(flags(piece)):
         assert type(piece) is str
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=40))
+def test_the_characters_of_input_are_input_and_printed_as_themselves(text):
+    # (iteration looks characters up in a bounded table of input characters, made when first met)
+    chars = list(Input(text))
+    assert [str.__str__(c) for c in chars] == list(text)
+    assert all(type(c) is Input and flags(c) == [True] for c in chars)
+
+
+def test_the_table_of_input_characters_stays_bounded():
+    from jinjamark.values import marks as values_marks
+    many = "".join(map(chr, range(0x4E00, 0x4E00 + 2 * values_marks._MOST)))
+    chars = list(Input(many))
+    assert "".join(chars) == many and all(type(c) is Input for c in chars)
+    assert len(values_marks._character.__self__) <= values_marks._MOST

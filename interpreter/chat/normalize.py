@@ -550,8 +550,9 @@ def marked_flat_prefix(conversation: Any, trusted_roles: frozenset = TRUSTED_ROL
             if type(content) is str:
                 role = role if role in trusted_roles or not role else Input(role)
                 content = Input(content) if content else content
-                add({_ROLE: role, _CONTENT: content} if next(iter(message)) == "role"
-                    else {_CONTENT: content, _ROLE: role})
+                for first in message:  # (the first key, without an iterator's call)
+                    break
+                add({_ROLE: role, _CONTENT: content} if first == "role" else {_CONTENT: content, _ROLE: role})
                 continue
         if type(role) is not str or role not in trusted_roles:
             role = None  # marked as any other value

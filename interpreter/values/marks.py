@@ -179,7 +179,7 @@ class Input(Marked):
         return _input(str.__getitem__(self, key))
 
     def __iter__(self):
-        return map(Input, str.__iter__(self))  # characters are never empty
+        return map(_character, str.__iter__(self))  # characters are never empty
 
     def __mod__(self, args):
         return _input(str.__mod__(self, args))
@@ -774,3 +774,19 @@ def escape_chars(s: str, table: dict[str, str]) -> str:
             start = i + 1
     pieces.append(sub(s, start, len(raw)))
     return concat(pieces)
+
+
+class _Characters(dict):
+    """Input characters by character, made when first met: a loop over a marked string's
+    characters (`for c in message.content`) looks each up in C rather than making a copy.
+    Bounded: past `_MOST` distinct characters, new ones are made each time."""
+
+    def __missing__(self, char: str) -> "Input":
+        made = Input(char)
+        if len(self) < _MOST:
+            self[char] = made
+        return made
+
+
+_MOST = 4096
+_character = _Characters().__getitem__
