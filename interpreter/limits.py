@@ -161,15 +161,18 @@ def check_size(size: int) -> None:
     current().check_size(size)
 
 
-def check_printable(value: Any) -> bool:
+def check_printable(value: Any, setup: float = 0) -> bool:
     """Refuse to print (repr, JSON) a value whose text would pass the output limit, before
     printing it. A container met again is counted from memory, so shared references cost one
     look-up each; a container inside itself prints as `[...]` once. Returns whether any string
-    or number inside is of a subclass (so may carry input marks): False means surely none."""
+    or number inside is of a subclass (so may carry input marks): False means surely none.
+    `setup`: units the caller's print costs besides, charged with the walk."""
     if isinstance(value, str):
         return type(value) is not str
-    meter = metering.meter()  # one look for the limit and the charge (a message printed
-    memo = meter.printed      # whole: the guard cost twice what repr() does)
+    meter = metering.running()  # one look for the limit and the charge (a message printed
+    if meter is None:           # whole: the guard cost twice what repr() does)
+        meter = metering.meter()
+    memo = meter.printed
     known = None if memo is None else memo.get(id(value))
     if known is not None and known[0] is value:  # measured before in this render (the tools
         small = known[1]  # printed for each turn): its walk charged again, not walked again
@@ -182,14 +185,14 @@ def check_printable(value: Any) -> bool:
         most = meter.limits.max_output
         if total > most:
             raise LimitExceeded(f"printing this value would pass the output limit ({most})")
-        meter.charge(items * _PRINT_WALK + total * metering.TEXT)  # each container and its items walked
+        meter.charge(setup + items * _PRINT_WALK + total * metering.TEXT)  # each container and its items walked
         return subclassed
     most = current().max_output
     printed = _Printed(most)
     total = printed.size(value)
     if total > most:
         raise LimitExceeded(f"printing this value would pass the output limit ({most})")
-    printed.meter.charge(printed.walked + total * metering.TEXT)  # the rest of the walk, the printing
+    printed.meter.charge(setup + printed.walked + total * metering.TEXT)  # the rest of the walk, the printing
     return printed.subclassed
 
 

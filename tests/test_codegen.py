@@ -469,3 +469,28 @@ def test_a_text_literal_added_to_text_is_joined_at_once(monkeypatch):
     template = jinjamark.chat_environment().from_string(source)
     assert template.render(data=data) == oracle.compiled(source).render(data=data)
     assert generated_bodies(template) and calls == []
+
+
+def test_the_string_filter_of_data_charges_in_both_tiers_what_it_charges(monkeypatch):
+    # `tool | string` of a dict, list or tuple: the generated code calls the print itself
+    # (values.printing.data_string), with the charges of the closures' call, in their order
+    from jinjamark import mark_input, metering
+    source = "{% for m in messages %}{{ m | string }}|{{ m.x | string }}|{{ m.y | string }};{% endfor %}"
+    messages = [{"x": [1, "a"], "y": ("b", {"c": None})}, {"x": {"k": "v" * 300}, "y": []}]
+    real = metering.Meter.charge
+    charged: dict = {}
+    for hot in (3, 1):
+        monkeypatch.setattr(tiers, "HOT", hot)
+        units: list = []
+        monkeypatch.setattr(metering.Meter, "charge", lambda self, n: (units.append(n), real(self, n))[1])
+        template = jinjamark.chat_environment().from_string(source)
+        text = template.render(messages=messages)
+        parts = template.render_parts(messages=mark_input(messages))
+        charged[hot] = (text, [tuple(p) for p in parts], units)
+        assert bool(generated_bodies(template)) is (hot == 1)
+    assert charged[1] == charged[3]
+    assert charged[1][0] == oracle.compiled(source).render(messages=messages)
+    assert "".join(p[0] for p in charged[1][1]) == charged[1][0] and any(p[1] for p in charged[1][1])
+    from jinjamark.evaluation.compiling.codegen import _written
+    from jinjamark.values.printing import data_string
+    assert any(value is data_string for value in _written(template.tree.body)[1].values())

@@ -17,6 +17,7 @@ from ..values.formatting import percent_format
 from ..values.markup import Markup, escape, is_safe, markup_mod
 from ..values.methods import STR_METHODS, str_replace
 from ..values.numbers import derived
+from ..values.printing import data_string
 
 
 def _unsafe_text(value: Any) -> str:
@@ -176,6 +177,9 @@ def _runs_of(line: str, wrapped: list[str]) -> list[str]:
 
 @pass_environment
 def do_string(env: Any, value: Any) -> str:
+    kind = type(value)
+    if kind is dict or kind is list or kind is tuple:  # data: its print's setup charged with its walk
+        return data_string(value)
     if not isinstance(value, str):  # printing a container or an object takes microseconds
         metering.charge(metering.PRINT_BASE)
     return env.to_string(value)
@@ -186,6 +190,7 @@ def _text_itself(value: str) -> str:
 
 
 do_string.text_form = _text_itself  # text prints as itself, marks kept
+do_string.container_form = data_string  # a dict, list or tuple: its print, one charge
 
 
 def do_filesizeformat(value: Any, binary: bool = False) -> str:

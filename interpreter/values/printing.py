@@ -7,6 +7,7 @@ from typing import Any
 
 from . import marks
 from ..limits import check_printable
+from ..metering import PRINT_BASE
 from .marks import Input, Mixed, concat
 from .numbers import InputBytes, InputFloat, InputInt, InputRange
 from .origins import number_origin
@@ -40,6 +41,12 @@ def to_string(value: Any) -> str:
         text = str.__str__(str(value))
         return marks.mark(text) if text and holds_marked_fields(value) else text
     return safe_repr(value)
+
+
+def data_string(value: Any) -> str:
+    """`value | string` of a dict, list or tuple (the generated code's call of the builtin): what
+    `{{ value }}` prints, the print's setup (metering.PRINT_BASE) charged with its walk."""
+    return repr_value(value) if check_printable(value, PRINT_BASE) else repr(value)
 
 
 def safe_repr(value: Any) -> str:

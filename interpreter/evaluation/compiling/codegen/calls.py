@@ -193,6 +193,12 @@ class CallWriter(Writer):
                       f"and type({value}) in TEXTS:")
             self.indented(self.light_call, units, f"{called}({value}{_passed(args, kwargs)})", result, site)
             opened = True
+        container_form = getattr(builtin.unmetered, "container_form", None)
+        if container_form is not None:  # (`tool | string`: the print itself, the environment not asked)
+            self.line(f"{'elif' if opened else 'if'} {function} is {self.constant(builtin)} "
+                      f"and type({value}) in CONTAINERS:")
+            self.indented(self.light_call, units, f"{self.constant(container_form)}({value})", result, site)
+            return True
         first = "" if called_plainly and builtin.walk != 0 else \
             "ev.env, " if passing == "environment" and builtin.walk is None else None
         if first is not None:
