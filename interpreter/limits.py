@@ -348,11 +348,7 @@ class Budget(metering.Meter):
                   # nodes: binding a frame costs about ten simple nodes (measured)
 
     def __init__(self, limits: Limits, environment: Any = None) -> None:
-        # the meter's fields as Meter.__init__ sets them, without its call (one per render)
-        self.limits, self.environment, self.printed = limits, environment, None
-        self.left = limits.max_work
-        self.deadline = None if limits.deadline is None else time.monotonic() + limits.deadline
-        self.clock_at = self.left - metering.CLOCK
+        metering.Meter.__init__(self, limits, environment)  # (super() costs twice the call)
         self.fuel = limits.max_fuel
         self.iterations = limits.max_loop_iterations
         self.depth = 0

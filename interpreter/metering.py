@@ -47,7 +47,6 @@ class Meter:
     __slots__ = ("limits", "left", "deadline", "clock_at", "printed", "environment")
 
     def __init__(self, limits: Any, environment: Any = None) -> None:
-        # (limits.Budget, a render's meter, sets these fields itself: a field added here goes there too)
         self.limits = limits
         self.environment = environment
         # Printed sizes of containers measured in this render, by id (limits.check_printable):

@@ -320,8 +320,8 @@ class ExpressionWriter(CallWriter):
                     f"and len({left}) <= {SHORT_TEXT}")
             return self.either(test, f"{left} {op} {right}",
                                f"compare(ev, {op!r}, {left}, {right})", node)
-        numbers = [f"type({value}) in COMPARED_AT_ONCE" for value in (left, right)
-                   if value not in self.numbers and value not in self.booleans]
+        numbers = self.of_types(tuple(value for value in (left, right) if value not in self.booleans),
+                                "COMPARED_AT_ONCE")
         if not numbers:  # two plain numbers (or booleans) compare at once, and cannot fail
             self.line(f"{result} = {left} {op} {right}")
             self.booleans.add(result)

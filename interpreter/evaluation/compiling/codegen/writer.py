@@ -106,7 +106,8 @@ class Writer:
 
     def of_types(self, values: tuple, types: str) -> list[str]:
         """The tests that each of `values` is of the `types` (a set of types holding int and
-        float), but for those known to be a plain int or float."""
+        float: NUMBERS, ANY_NUMBERS, COMPARED_AT_ONCE), but for those known to be a plain int or
+        float."""
         return [f"type({value}) in {types}" for value in values if value not in self.numbers]
 
     def fallback(self, node: Any, scope: str) -> str:
