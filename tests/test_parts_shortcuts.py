@@ -143,3 +143,18 @@ def test_pieces_of_a_split_keep_the_flags_of_where_they_sit(value, call):
         at = plain.find(str.__str__(piece), pos)
         assert flags_of(piece) == flags[at:at + len(piece)]
         pos = at + len(piece)
+
+
+def test_tojson_of_marked_data_asks_no_walk_when_it_finds_marks(monkeypatch):
+    # the marks located in json.dumps' text show there is input; has_input walks only when
+    # none was found (and then keeps text without input plain, as before)
+    from jinjamark.values.markup import Markup
+    asked = []
+    has_input = jsonmarks.has_input
+    monkeypatch.setattr(jsonmarks, "has_input", lambda value: asked.append(value) or has_input(value))
+    got = jsonmarks.dumps({Input("k"): [Input("v"), 1, None]})
+    assert flags_of(got) == flags_of(from_flags('{"k": ["v", 1, null]}', [c in "kv" for c in '{"k": ["v", 1, null]}']))
+    assert asked == []
+    for value, options in (({"k": [Markup("<b>")]}, {}), ([Markup("x")], {"indent": "--"})):
+        got = jsonmarks.dumps(value, **options)  # a str subclass that is no input: plain text
+        assert type(got) is str and got == json.dumps(value, **options)

@@ -118,3 +118,61 @@ def test_a_size_measured_once_is_charged_each_time_it_is_printed():
         env.from_string("{% for i in range(50) %}{{ tools|tojson }}{{ tools[1]|string }}{% endfor %}"
                         "{{ left() }}").render(tools=TOOLS)
     assert left[0] == left[1] < limits.Limits().max_work
+
+
+# Tools as json.loads makes them, with what marking treats apart: empty strings and keys (left
+# plain), numbers (marked), booleans and None (never marked).
+JSON_LEAF = st.one_of(st.text(alphabet="ab é", max_size=20), st.integers(), st.floats(allow_nan=False),
+                      st.booleans(), st.none())
+JSON_DATA = st.recursive(JSON_LEAF, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.text(alphabet="ab", max_size=3), inner, max_size=4)),
+    max_leaves=24)
+
+
+def _typed(value):
+    """`value` with each item's type, to compare two copies of data kind by kind."""
+    if isinstance(value, dict):
+        return [(type(k), k, _typed(v)) for k, v in value.items()]
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    return type(value), value
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.dictionaries(st.text(alphabet="ab", max_size=3), JSON_DATA, max_size=4),
+                          JSON_DATA), max_size=5))
+def test_marked_tools_are_measured_by_the_walk_that_marks_them(tools):
+    from jinjamark.chat.normalize import marked, marked_measured
+    printed: dict = {}
+    got = marked_measured(tools, printed)
+    assert _typed(got) == _typed(marked(tools, 0))  # marked as the general walk marks them
+    for value in (got, *got):  # what check_printable would count of each, found while marking
+        if isinstance(value, (list, dict)):
+            total, items, subclassed, _ = limits.small_plain_size(value)
+            assert printed[id(value)] == (value, (total, items, subclassed, False))
+
+
+def test_tools_marked_in_a_render_are_not_walked_again(monkeypatch):
+    import jinjamark
+    walked = []
+    small_plain_size = limits.small_plain_size
+    monkeypatch.setattr(limits, "small_plain_size", lambda value: walked.append(value) or small_plain_size(value))
+    chat = jinjamark.ChatTemplate("{{ tools|tojson }}{% for t in tools %}{{ t|string }}{{ t|tojson }}{% endfor %}"
+                                  "{{ tools|string }}")
+    messages = [{"role": "user", "content": "hi"}]
+    parts = chat.render_parts(messages, tools=TOOLS)
+    assert walked == []
+    assert "".join(p.text for p in parts) == oracle.compiled(chat.templates).render(
+        messages=messages, tools=TOOLS, add_generation_prompt=False, bos_token="", eos_token="")
+    assert {p.text for p in parts if p.is_input} >= {"function", "f2", "<d><d>", "type"}
+    assert not any(p.is_input for p in parts if p.text in ('", "', '{"', "': '", "{'"))
+
+
+def test_tools_marking_leaves_what_it_cannot_measure_to_the_general_walk():
+    from jinjamark.chat.normalize import marked, marked_measured
+    for tools in ([{"name": "f", "required": ("x",)}],                   # a tuple
+                  [{"items": list(range(limits.SMALL + 1))}],          # past the small walk
+                  {"name": "f"}):                                        # not a list
+        printed: dict = {}
+        assert _typed(marked_measured(tools, printed)) == _typed(marked(tools, 0))
+        assert printed == {}

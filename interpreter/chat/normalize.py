@@ -331,6 +331,78 @@ def _marked_json(value: Any, depth: int, left: list) -> Any:
     return out
 
 
+def marked_measured(tools: Any, printed: dict) -> Any:
+    """`marked(tools, 0)` of the tools, as plain_measured for render_parts: when each tool is
+    small JSON, the walk that marks it also counts what limits.small_plain_size counts of the
+    marked copy, and `printed` gets each marked tool's size and the list's; printing them (a
+    marked tool walks slower than a plain one) walks nothing more. Else `marked`'s walk."""
+    if type(tools) is not list or len(tools) >= limits.REMEMBERED:
+        return marked(tools, 0)
+    out, left, inside = [], [_TRUSTED], False
+    total, items = 2 * len(tools) + 2, len(tools) + 1
+    for tool in tools:
+        size = [0, 0]
+        try:
+            copy = _marked_sized(tool, 1, left, size)
+        except _NotJSON:
+            return marked(tools, 0)
+        if size[1] > limits.SMALL:  # as small_plain_size: past it, the walker's count
+            return marked(tools, 0)
+        # a marked key inside (a tool is a dict of named fields), else the marked copy looked at
+        subclassed = (type(copy) is dict and any(copy)) or limits.small_plain_size(copy)[2]
+        printed[id(copy)] = (copy, (size[0], size[1], subclassed, False))
+        out.append(copy)
+        total += size[0]
+        items += size[1]
+        inside = inside or subclassed
+    if items <= limits.SMALL:
+        printed[id(out)] = (out, (total, items, inside, False))
+    return out
+
+
+def _marked_sized(value: Any, depth: int, left: list, size: list) -> Any:
+    """`_marked_json(value, depth, left)`, adding to `size` ([characters, items]) what
+    limits.small_plain_size counts of the result: a container's brackets and separators and its
+    items, a string's length and quotes, 8 for any other leaf."""
+    t = type(value)
+    if t is str:
+        size[0] += len(value) + 4
+        return _mark_str(value)
+    if t is not dict and t is not list:
+        size[0] += 8
+        if value is None or t is bool:
+            return value
+        if t is int:
+            return InputInt(value)
+        if t is float:
+            return InputFloat(value)
+    left[0] -= 1
+    if depth >= MAX_DEPTH or left[0] < 0 or (t is not dict and t is not list):
+        raise _NotJSON
+    n = len(value)
+    size[1] += n + 1
+    d = depth + 1
+    if t is list:
+        size[0] += 2 * n + 2
+        return [_marked_sized(v, d, left, size) for v in value]
+    out = {}
+    short = _SHORT.get
+    chars = 2 * n + 2
+    for k, v in value.items():
+        if type(k) is not str:
+            raise _NotJSON
+        key = short(k) or _mark_str(k)
+        if type(v) is str:  # (the commonest leaf inline, as _marked_json marks it)
+            m = len(v)
+            chars += len(k) + m + 8
+            out[key] = (short(v) or _mark_str(v)) if 0 < m <= 16 else Input(v) if v else v
+        else:
+            chars += len(k) + 4
+            out[key] = _marked_sized(v, d, left, size)
+    size[0] += chars
+    return out
+
+
 def _mark_leaf(value: Any) -> Any:
     return _mark_str(value) if type(value) is str else as_input(value)
 

@@ -17,7 +17,7 @@ from . import continuation
 from .loading import (Templates, load_folder, select_template, special_tokens_of_tokenizer,
                       templates_of_tokenizer, token_text)
 from .normalize import (TRUSTED_ROLES, check_documents, check_tools, marked, normalize_messages, plain,
-                        plain_measured,
+                        marked_measured, plain_measured,
                         split_batch, start_conversation, template_messages, walk_conversation)
 from .profile import shared_environment
 
@@ -356,7 +356,7 @@ def template_context(chat: ChatTemplate, template: Template, walked: Optional[li
     """The variables of a render: the special tokens, the template variables, the `walked`
     messages, the tools and documents walked (marked, or made plain data), the generation
     prompt; `withheld`: what the polyfills keep from the template. `printed`: the render's memo
-    of printed sizes, where the plain walk of the tools records them (plain_measured)."""
+    of printed sizes, where the walk of the tools records them (plain_measured, marked_measured)."""
     walk = marked if marked_data else plain
     # Data the template cannot read cannot reach its output: it is left out rather than
     # copied (to be marked, or made plain data).
@@ -369,7 +369,8 @@ def template_context(chat: ChatTemplate, template: Template, walked: Optional[li
         context["messages"] = walked
     if reads is None or "tools" in reads:  # (messages first: their polyfills may withhold tools)
         context["tools"] = None if tools is None or "tools" in withheld else (
-            plain_measured(tools, printed) if printed is not None and not marked_data else walk(tools, 0))
+            walk(tools, 0) if printed is None else
+            marked_measured(tools, printed) if marked_data else plain_measured(tools, printed))
     if reads is None or "documents" in reads:
         context["documents"] = None if documents is None else walk(documents, 0)
     # a value from a file is input; a bool is the caller's

@@ -37,11 +37,15 @@ def dumps(value: Any, **kwargs: Any) -> str:
     if isinstance(value, str):
         metering.charge(len(value) * metering.TEXT)  # check_printable charges containers
     text = _encoded(value, kwargs)
-    if not may_hold_input or not has_input(value):
+    if not may_hold_input:
         return text
+    # The marks located first: found, they show input is there without a walk to ask (none
+    # found, the text is plain); the walk asks before the slower paths.
     try:
         marked = _located(value, text, **kwargs)  # its text is `text` itself
         if marked is None:  # options the fast path does not model
+            if not has_input(value):
+                return text
             marked = _marked_dumps(value, **kwargs)
             if plain(marked) != text:
                 return taint(text, value)
