@@ -197,6 +197,16 @@ def check_printable(value: Any, setup: float = 0) -> bool:
 
 
 _EXACT = frozenset((str, int, float, bool, type(None)))
+_Input: type = str  # values.marks.Input once it is defined (it builds on this module)
+
+
+def input_text(cls: type) -> type:
+    """Class decorator for the string of input (values/marks.py's Input): the size walk counts
+    its strings where it meets them, as it does exact ones, not through its stack."""
+    global _Input
+    _Input = cls
+    return cls
+
 # Containers whose printed size a render remembers: a few printed again and again (tools, a
 # system message's parts); a loop printing new lists does not keep them all alive.
 REMEMBERED = 64
@@ -232,10 +242,16 @@ def small_plain_size(value: Any) -> Optional[tuple[int, int, bool, bool]]:
             for key, child in item.items():
                 if type(key) is str:
                     total += len(key) + 4
+                elif type(key) is _Input:  # (render_parts' keys and texts)
+                    total += len(key) + 4
+                    subclassed = True
                 else:
                     push(key)
                 if type(child) is str:
                     total += len(child) + 4
+                elif type(child) is _Input:
+                    total += len(child) + 4
+                    subclassed = True
                 else:
                     push(child)
         elif kind is list or kind is tuple:
@@ -249,6 +265,9 @@ def small_plain_size(value: Any) -> Optional[tuple[int, int, bool, bool]]:
             for child in item:
                 if type(child) is str:
                     total += len(child) + 4
+                elif type(child) is _Input:
+                    total += len(child) + 4
+                    subclassed = True
                 else:
                     push(child)
         elif kind in _EXACT:

@@ -18,7 +18,8 @@ LEAVES = st.one_of(st.text(max_size=8), st.integers(), st.floats(allow_nan=False
                    st.text(max_size=8).map(mark_input), st.integers().map(mark_input))
 PLAIN = st.recursive(LEAVES, lambda inner: st.one_of(
     st.lists(inner, max_size=4), st.tuples(inner, inner),
-    st.dictionaries(st.text(max_size=4), inner, max_size=4)), max_leaves=20)
+    st.dictionaries(st.one_of(st.text(max_size=4), st.text(max_size=4).map(mark_input)), inner, max_size=4)),
+    max_leaves=20)  # (keys from input too: render_parts' tools and typed content)
 
 
 def small_size(value):

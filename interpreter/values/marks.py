@@ -14,7 +14,7 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any, Iterable, Optional, Sequence
 
-from ..limits import check_size
+from ..limits import check_size, input_text
 from .numbers import InputBytes, InputFloat, InputInt, as_input
 from .origins import TRACING, label
 from .undefined import Undefined
@@ -165,6 +165,7 @@ def _input(text: str) -> str:
     return Input(text) if text else ""
 
 
+@input_text
 class Input(Marked):
     """A string all of whose characters came from input. Whatever is cut from it or computed
     from it alone is input too, so its methods skip the span algebra."""
