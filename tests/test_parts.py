@@ -368,3 +368,26 @@ def test_short_input_values_are_shared_marked_strings():
     assert all(type(v).__name__ == "str" and jinjamark.marks.is_marked(v) for m in marked for v in m.values())
     assert marked[0]["role"] is marked[1]["role"]   # short: made once
     assert marked[0]["content"] is not marked[1]["content"]  # long: copied, never hashed
+
+
+def test_the_inner_parts_of_a_marked_string_are_made_once_for_its_text_and_spans():
+    from jinjamark.evaluation import output
+    long = "a description longer than the short parts"
+    text = f'{{"a": "{long}", "d": ["e", "f"]}}'
+    flags = [False] * len(text)
+    for word in ("a", long, "d", "e", "f"):
+        at = text.index(f'"{word}"') + 1
+        flags[at:at + len(word)] = [True] * len(word)
+    first, again = from_flags(text, flags), from_flags(text, flags)  # two renders' JSON of one tool
+    other = from_flags(text, [not f for f in flags])                 # the same text, other marks
+    made = to_parts(["<", first])
+    assert to_parts([again, ">"])[1:-1] == made[1:-1]
+    inner = to_parts([again])[2:-2]  # between the first input run and the last
+    assert [p.text for p in inner if p.is_input] == [long, "d", "e"]
+    assert all(a is b for a, b in zip(inner, made[2:-2]))  # the long one too: shared, not made again
+    for value in (other, first):
+        assert [p.is_input for p in to_parts([value]) for _ in p.text] == flags_of(value)
+    for n in range(400):  # bounded: texts past the table's size are split each time
+        text = f'["x{n}", "y"]'
+        to_parts([from_flags(text, [c in "xy0123456789" for c in text])])
+    assert len(output._INNER_PARTS) <= 256

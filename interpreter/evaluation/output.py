@@ -66,13 +66,13 @@ def to_parts(pieces: Iterable[str]) -> list[Part]:
             pos = b
             if len(spans) > 1:  # the runs in between are whole parts (JSON of a tool: many)
                 t = _join(run)
-                for a, b in spans[1:]:
-                    add(_new(Part, (t, True)) if len(t) > _SHORT else _known_input(t) or _input_part(t))
-                    t = text[pos:a]
-                    add(_known(t) or _template_part(t))
-                    t = text[a:b]
-                    pos = b
-                run = [t]
+                add(_new(Part, (t, True)) if len(t) > _SHORT else _known_input(t) or _input_part(t))
+                known = _known_inner(text)
+                if known is None or known[0] != spans:
+                    known = _inner_parts(text, spans)
+                parts.extend(known[1])
+                a, pos = spans[-1]
+                run = [text[a:pos]]
             if pos < len(text):
                 t = _join(run)
                 add(_new(Part, (t, True)) if len(t) > _SHORT else _known_input(t) or _input_part(t))
@@ -120,6 +120,33 @@ def _input_part(text: str) -> Part:
     if len(_INPUT_PARTS) < 4096:
         _INPUT_PARTS[text] = part
     return part
+
+
+# And so do the parts inside a marked string of many runs (the JSON of the tools, printed in
+# every render of a deployment, with the same marks): made once, then looked up by its text
+# (and compared by its spans). Bounded, in entries and in length.
+_INNER_PARTS: dict[str, tuple] = {}
+_known_inner = _INNER_PARTS.get
+
+
+def _inner_parts(text: str, spans: tuple) -> tuple:
+    """(spans, the parts of `text` between the end of its first span and the start of its last):
+    its template runs and the input runs between them."""
+    made: list[Part] = []
+    add = made.append
+    pos = spans[0][1]
+    for a, b in spans[1:-1]:
+        t = text[pos:a]
+        add(_known(t) or _template_part(t))
+        t = text[a:b]
+        add(_new(Part, (t, True)) if len(t) > _SHORT else _known_input(t) or _input_part(t))
+        pos = b
+    t = text[pos:spans[-1][0]]
+    add(_known(t) or _template_part(t))
+    known = (spans, made)
+    if len(text) <= 8192 and len(_INNER_PARTS) < 256:
+        _INNER_PARTS[text] = known
+    return known
 
 
 _join = "".join
