@@ -124,7 +124,8 @@ def _input_part(text: str) -> Part:
 
 # And so do the parts inside a marked string of many runs (the JSON of the tools, printed in
 # every render of a deployment, with the same marks): made once, then looked up by its text
-# (and compared by its spans). Bounded, in entries and in length.
+# (and compared by its spans). Bounded, in entries (emptied when full: the tools of today's
+# requests are kept, not those of the first ones) and in length.
 _INNER_PARTS: dict[str, tuple] = {}
 _known_inner = _INNER_PARTS.get
 
@@ -144,7 +145,9 @@ def _inner_parts(text: str, spans: tuple) -> tuple:
     t = text[pos:spans[-1][0]]
     add(_known(t) or _template_part(t))
     known = (spans, made)
-    if len(text) <= 8192 and len(_INNER_PARTS) < 256:
+    if len(text) <= 8192:
+        if len(_INNER_PARTS) >= 256:  # full: started again, so that what repeats now is kept
+            _INNER_PARTS.clear()
         _INNER_PARTS[text] = known
     return known
 
