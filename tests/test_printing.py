@@ -4,6 +4,7 @@ repr with marks finds the spans of data all of whose strings are input as it wri
 (`_input_repr_into`), which must give what the pieces and their `concat` give."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -95,11 +96,17 @@ def test_the_tools_are_measured_by_the_walk_that_cleans_them():
     assert plain_measured(odd, printed) == plain(odd) and printed == {}
 
 
-def test_tools_printed_by_a_chat_template_are_not_walked_again(monkeypatch):
-    import jinjamark
-    walked = []
+@pytest.fixture
+def walked(monkeypatch) -> list:
+    """The values the small size walk is asked about, in order."""
+    asked: list = []
     small_plain_size = limits.small_plain_size
-    monkeypatch.setattr(limits, "small_plain_size", lambda value: walked.append(value) or small_plain_size(value))
+    monkeypatch.setattr(limits, "small_plain_size", lambda value: asked.append(value) or small_plain_size(value))
+    return asked
+
+
+def test_tools_printed_by_a_chat_template_are_not_walked_again(walked):
+    import jinjamark
     chat = jinjamark.ChatTemplate("{{ tools|tojson }}{% for t in tools %}{{ t|string }}{{ t|tojson }}{% endfor %}"
                                   "{{ tools|string }}{{ messages[0]|tojson }}")
     messages = [{"role": "user", "content": "hi"}]
@@ -153,11 +160,8 @@ def test_marked_tools_are_measured_by_the_walk_that_marks_them(tools):
             assert printed[id(value)] == (value, (total, items, subclassed, False))
 
 
-def test_tools_marked_in_a_render_are_not_walked_again(monkeypatch):
+def test_tools_marked_in_a_render_are_not_walked_again(walked):
     import jinjamark
-    walked = []
-    small_plain_size = limits.small_plain_size
-    monkeypatch.setattr(limits, "small_plain_size", lambda value: walked.append(value) or small_plain_size(value))
     chat = jinjamark.ChatTemplate("{{ tools|tojson }}{% for t in tools %}{{ t|string }}{{ t|tojson }}{% endfor %}"
                                   "{{ tools|string }}")
     messages = [{"role": "user", "content": "hi"}]

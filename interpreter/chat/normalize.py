@@ -306,14 +306,10 @@ def _marked_json(value: Any, depth: int, left: list) -> Any:
     t = type(value)
     if t is str:
         return _mark_str(value)
-    if value is None or t is bool:
-        return value
-    if t is int:
-        return InputInt(value)
-    if t is float:
-        return InputFloat(value)
+    if t is not dict and t is not list:
+        return _json_leaf(value, t)
     left[0] -= 1
-    if depth >= MAX_DEPTH or left[0] < 0 or (t is not dict and t is not list):
+    if depth >= MAX_DEPTH or left[0] < 0:
         raise _NotJSON
     d = depth + 1
     if t is list:
@@ -329,6 +325,18 @@ def _marked_json(value: Any, depth: int, left: list) -> Any:
         else:
             out[key] = _marked_json(v, d, left)
     return out
+
+
+def _json_leaf(value: Any, t: type) -> Any:
+    """A leaf of data as json.loads makes it (not a string), marked as `_marked` marks it: None
+    and booleans as they are, numbers as input; _NotJSON for a value of any other type."""
+    if value is None or t is bool:
+        return value
+    if t is int:
+        return InputInt(value)
+    if t is float:
+        return InputFloat(value)
+    raise _NotJSON
 
 
 def marked_measured(tools: Any, printed: dict) -> Any:
@@ -370,14 +378,9 @@ def _marked_sized(value: Any, depth: int, left: list, size: list) -> Any:
         return _mark_str(value)
     if t is not dict and t is not list:
         size[0] += 8
-        if value is None or t is bool:
-            return value
-        if t is int:
-            return InputInt(value)
-        if t is float:
-            return InputFloat(value)
+        return _json_leaf(value, t)
     left[0] -= 1
-    if depth >= MAX_DEPTH or left[0] < 0 or (t is not dict and t is not list):
+    if depth >= MAX_DEPTH or left[0] < 0:
         raise _NotJSON
     n = len(value)
     size[1] += n + 1
