@@ -1,4 +1,4 @@
-"""What stands between the two targets of issue 13 that are not met and their bounds, measured.
+"""What stands between targets that are not met and their bounds, measured (issues 13 and 25).
 
     python benchmarks/floors.py            # every third corpus template: about a minute
     python benchmarks/floors.py --every 8  # every eighth: under half a minute
@@ -10,6 +10,12 @@ taken, in the same rounds (CPU time, engines interleaved, as bench.py times):
   marked values;
 - a floor: render, plus making every `Part` of the result, plus marking the conversation, and
   nothing else that tracking provenance does.
+
+A tool's `| string` (issue 25's construct table, 200 tools, CPU time, interleaved): Jinja2's
+whole render against its `repr()` of the tools alone, and jinjamark's render against the two
+steps it cannot leave out, the walk that sizes each print for the output limit
+(limits.small_plain_size, what check_printable runs for a tool) and the `repr()` itself. The
+walk and the `repr()` together, with nothing else, are the floor of this construct's ratio.
 
 Retained memory: the AST alone (the blocks `grammar/transform.py` allocated that a compiled
 template keeps) against Jinja2's whole compiled template (its code objects, module and
@@ -28,7 +34,10 @@ from engines import ENGINES, attempt, jinjamark_parts, jinjamark_render
 from memory import kept_by_file
 from timing import rounds
 
+import jinjamark
+from constructs import CONSTRUCTS
 from jinjamark.chat import template as chat_template
+from jinjamark.limits import small_plain_size
 from jinjamark.chat.normalize import start_conversation, walk_conversation
 from jinjamark.evaluation.output import Part, to_parts
 
@@ -82,6 +91,22 @@ def _pieces(template: Any, fixture: dict) -> list:
     return caught[-1]
 
 
+def printed_tools(count: int) -> dict:
+    source, tools = CONSTRUCTS["string filter of a tool"]
+    ours = jinjamark.chat_environment().from_string(source)
+    theirs = engines.oracle.compiled(source)
+    assert ours.render(messages=tools) == theirs.render(messages=tools)
+    times = rounds({
+        "jinjamark": lambda: ours.render(messages=tools),
+        "jinja2": lambda: theirs.render(messages=tools),
+        "walk": lambda: [small_plain_size(tool) for tool in tools],
+        "repr": lambda: [repr(tool) for tool in tools],
+    }, count, 0.02)
+    best = {name: min(values) for name, values in times.items()}
+    return {"ratio": best["jinjamark"] / best["jinja2"], "repr": best["repr"] / best["jinja2"],
+            "floor": (best["walk"] + best["repr"]) / best["jinja2"]}
+
+
 def ast_share(templates: list[Path]) -> dict:
     ratios = []
     for path in templates:
@@ -109,6 +134,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     print(f"  splitting into parts {steps['splitting']:.1%} of render, marking the conversation "
           f"{steps['marking']:.1%}, the rest (rendering marked values) {steps['rest']:.1%}")
     print(f"  floor, render + the Part objects + the marked conversation: {steps['floor']:.3f}x")
+    tools = printed_tools(max(args.rounds, 5))
+    print(f"a tool's | string / Jinja2's, 200 tools: {tools['ratio']:.2f}x; Jinja2's repr() alone "
+          f"{tools['repr']:.2f}x of its render; floor, the size walk + repr(): {tools['floor']:.2f}x")
     share = ast_share(templates)
     print(f"the AST alone / Jinja2's whole compiled template, median over {share['templates']} "
           f"templates: {share['median']:.2f}x")
