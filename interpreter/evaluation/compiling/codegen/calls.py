@@ -194,20 +194,18 @@ class CallWriter(Writer):
             self.indented(self.light_call, units, f"{called}({value}{_passed(args, kwargs)})", result, site)
             opened = True
         container_form = getattr(builtin.unmetered, "container_form", None)
-        if container_form is not None:  # (`tool | string`: the print itself, the environment not asked)
-            self.line(f"{'elif' if opened else 'if'} {function} is {self.constant(builtin)} "
-                      f"and type({value}) in CONTAINERS:")
-            self.indented(self.light_call, units, f"{self.constant(container_form)}({value})", result, site)
-            return True
         first = "" if called_plainly and builtin.walk != 0 else \
             "ev.env, " if passing == "environment" and builtin.walk is None else None
-        if first is not None:
-            self.line(f"{'elif' if opened else 'if'} {function} is {self.constant(builtin)} "
-                      f"and type({value}) in CONTAINERS:")
-            self.indented(self.light_call, units,
-                          f"{self.constant(builtin.unmetered)}({first}{value}{_passed(args, kwargs)})", result, site)
-            opened = True
-        return opened
+        if container_form is not None:  # (`tool | string`: the print itself, the environment not asked)
+            call = f"{self.constant(container_form)}({value})"
+        elif first is not None:
+            call = f"{self.constant(builtin.unmetered)}({first}{value}{_passed(args, kwargs)})"
+        else:
+            return opened
+        self.line(f"{'elif' if opened else 'if'} {function} is {self.constant(builtin)} "
+                  f"and type({value}) in CONTAINERS:")
+        self.indented(self.light_call, units, call, result, site)
+        return True
 
     def key_or_absent(self, node: Any, key: str, function: str, name: str, scope: str,
                       local: dict) -> str:
